@@ -1,0 +1,203 @@
+"""Frozen, validated scenario specifications (SCENARIO.md, format version 1).
+
+Everything here has already passed validation: names resolve, numbers are
+finite, quaternions are unit, axes are unit, inertias are symmetric positive
+definite, defaults are filled in.  Nothing downstream re-checks user input.
+
+Arrays stored in the specs are read-only numpy arrays (float64).  The
+dataclasses compare by identity (``eq=False``) because they hold arrays.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Optional
+
+import numpy as np
+
+WORLD = "world"
+"""Name of the implicit fixed body at the origin with identity orientation."""
+
+CONNECTOR_TYPES = ("spring", "damper", "torsional_damper")
+PROJECTIONS = ("P1", "P2", "P3", "none")
+JOINT_PROJECTION = {
+    "prismatic": "P1",
+    "lock": "P1",
+    "revolute": "P2",
+    "cylindrical": "P2",
+    "planar": "P2",
+    "spherical": "none",
+}
+TANGENTS = ("consistent", "seed")
+
+
+def frozen_array(values, shape=None) -> np.ndarray:
+    """Return a read-only float64 copy of ``values`` (optionally reshaped)."""
+    a = np.array(values, dtype=float)
+    if shape is not None:
+        a = a.reshape(shape)
+    a.setflags(write=False)
+    return a
+
+
+# --------------------------------------------------------------------------
+# time functions (SCENARIO.md, loads)
+# --------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class Constant:
+    """``{constant: c}``: s(t) = c."""
+
+    value: float = 1.0
+
+    def __call__(self, t):
+        return self.value + 0.0 * np.asarray(t, dtype=float)
+
+
+@dataclass(frozen=True, eq=False)
+class Ramp:
+    """``{ramp: {t0, t1, from, to}}``: u before t0, w after t1, linear between (t1 > t0)."""
+
+    t0: float
+    t1: float
+    start: float  # 'from'
+    end: float  # 'to'
+
+    def __call__(self, t):
+        t = np.asarray(t, dtype=float)
+        s = np.clip((t - self.t0) / (self.t1 - self.t0), 0.0, 1.0)
+        return self.start + (self.end - self.start) * s
+
+
+@dataclass(frozen=True, eq=False)
+class Sine:
+    """``{sine: {amplitude, frequency, phase, offset}}``: o + A sin(2π f t + p)."""
+
+    amplitude: float
+    frequency: float
+    phase: float = 0.0
+    offset: float = 0.0
+
+    def __call__(self, t):
+        t = np.asarray(t, dtype=float)
+        return self.offset + self.amplitude * np.sin(2.0 * np.pi * self.frequency * t + self.phase)
+
+
+@dataclass(frozen=True, eq=False)
+class Table:
+    """``{table: [[t, s], ...]}``: piecewise linear, held constant outside (times strictly increasing)."""
+
+    times: np.ndarray  # (k,)
+    values: np.ndarray  # (k,)
+
+    def __call__(self, t):
+        return np.interp(np.asarray(t, dtype=float), self.times, self.values)
+
+
+TimeFunction = Constant | Ramp | Sine | Table
+
+
+# --------------------------------------------------------------------------
+# model parts
+# --------------------------------------------------------------------------
+@dataclass(frozen=True, eq=False)
+class BodySpec:
+    """A rigid body.  Reference point = centre of mass.
+
+    ``inertia`` is the full 3×3 inertia in the body's own axes (principal
+    moments are expanded to a diagonal matrix); zeros for a fixed body given
+    none.  ``mass`` is 0.0 for a fixed body given none (OUTPUT.md stores 0
+    for fixed bodies in any case).  ``orientation`` is a unit quaternion
+    ``[w, x, y, z]``, body-to-world.
+    """
+
+    name: str
+    fixed: bool
+    mass: float
+    inertia: np.ndarray  # (3, 3)
+    position: np.ndarray  # (3,)
+    orientation: np.ndarray  # (4,)
+    velocity: np.ndarray  # (3,)
+    angular_velocity: np.ndarray  # (3,) world frame
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True, eq=False)
+class ConnectorSpec:
+    """A connector between body A (``body_a``) and body B (``body_b``).
+
+    ``type`` is one of CONNECTOR_TYPES (the alias ``dashpot`` is stored as
+    ``damper``).  Fields that a type does not use are None:
+
+    - spring: ``points`` (2, 3) world points at t = 0, ``stiffness`` k,
+      ``rest_length`` L0 (default already resolved to the initial distance);
+    - damper: ``points``, ``damping`` ε_c;
+    - torsional_damper: ``damping`` χ_r, ``projection`` in PROJECTIONS
+      (resolved from ``joint`` when given), ``axis`` the unit axis at t = 0
+      (world frame; None for P1 and none), ``joint`` as written (or None).
+    """
+
+    name: str
+    type: str
+    body_a: str
+    body_b: str
+    points: Optional[np.ndarray] = None  # (2, 3)
+    stiffness: Optional[float] = None
+    rest_length: Optional[float] = None
+    damping: Optional[float] = None
+    projection: Optional[str] = None
+    axis: Optional[np.ndarray] = None  # (3,) unit
+    joint: Optional[str] = None
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True, eq=False)
+class LoadSpec:
+    """A force through the centre of mass (``type='force'``) or a torque on a moving body."""
+
+    type: str  # 'force' | 'torque'
+    body: str
+    vector: np.ndarray  # (3,) world frame
+    scale: TimeFunction = field(default_factory=Constant)
+    line: Optional[int] = None
+
+
+@dataclass(frozen=True)
+class TimeSpec:
+    end: float
+    step: float
+
+
+@dataclass(frozen=True)
+class IntegratorSpec:
+    rho_inf: float = 0.9
+    tangent: str = "consistent"
+    max_iterations: int = 25
+    rtol: float = 1e-8
+    atol: float = 1e-10
+
+
+@dataclass(frozen=True)
+class OutputSpec:
+    interval: float  # resolved: defaults to time.step
+    file: Optional[str] = None  # None -> outputs/<name>.h5
+
+
+@dataclass(frozen=True, eq=False)
+class Scenario:
+    """A complete validated scenario.  ``text`` is the file exactly as read."""
+
+    name: str
+    description: str
+    gravity: np.ndarray  # (3,)
+    time: TimeSpec
+    integrator: IntegratorSpec
+    output: OutputSpec
+    bodies: tuple[BodySpec, ...]
+    connectors: tuple[ConnectorSpec, ...] = ()
+    loads: tuple[LoadSpec, ...] = ()
+    text: str = ""
+    source: Optional[str] = None  # path of the file, if any
+    version: int = 1
+
+    @property
+    def output_file(self) -> str:
+        return self.output.file if self.output.file is not None else f"outputs/{self.name}.h5"
