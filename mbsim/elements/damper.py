@@ -1,0 +1,44 @@
+"""Dashpot on the full relative velocity of two points (THEORY §7, damper; §8 for ``seed``)."""
+from __future__ import annotations
+
+import numpy as np
+
+from ..model.rotations import cross, skew
+from .base import ConnectorKind, ElementEval, PointKinematics, material_arms, pair_residual, pair_tangent
+
+
+class Damper(ConnectorKind):
+    """``f = ε_c (v_pt,B,α − v_pt,A,α)`` on A; no moment."""
+
+    type = "damper"
+
+    def __init__(self, specs, index, body_index, r0, R0):
+        super().__init__(specs, index, body_index, r0, R0)
+        points = np.array([s.points for s in specs], dtype=float).reshape(-1, 2, 3)
+        self.ZA, self.ZB = material_arms(points, self.ia, self.ib, r0, R0)
+        self.c = np.array([s.damping for s in specs], dtype=float)
+
+    def _B(self, kin, ib, z1, tangent):
+        """``Dv_pt' = g Δr − B Δθ``: consistent ``g ẑ' T + (ω'×z')^``; seed ``g ẑ' Tᵀ + ω̂' ẑ'``."""
+        Z1, T = skew(z1), kin.T[ib]
+        if tangent == "consistent":
+            return kin.g * Z1 @ T + skew(cross(kin.w1[ib], z1))
+        return kin.g * Z1 @ T.transpose(0, 2, 1) + skew(kin.w1[ib]) @ Z1
+
+    def evaluate(self, kin, tangent=None) -> ElementEval:
+        pA = PointKinematics.of(kin, self.ia, self.ZA)
+        pB = PointKinematics.of(kin, self.ib, self.ZB)
+        dv = pB.velocity(kin, self.ib, self.ZB) - pA.velocity(kin, self.ia, self.ZA)
+        f = self.c[:, None] * dv
+        K = None
+        if tangent is not None:
+            cg = (self.c * kin.g)[:, None, None] * np.eye(3)
+            cc = self.c[:, None, None]
+            F = np.stack((-cg, cc * self._B(kin, self.ia, pA.z1, tangent),
+                          cg, -cc * self._B(kin, self.ib, pB.z1, tangent)), axis=1)
+            K = pair_tangent(kin.alpha_f, f, F, None, pA, pB, geometric=(tangent == "consistent"))
+        zero = np.zeros_like(f)
+        return ElementEval(
+            residual=pair_residual(f, zero, pA, pB), tangent=K, force=f, moment=zero,
+            length=np.linalg.norm(pB.xa - pA.xa, axis=1), power=np.einsum("ni,ni->n", f, dv),
+            potential=np.zeros(self.n), degenerate=np.zeros(self.n, bool))

@@ -1,0 +1,331 @@
+"""Generalized-α on rigid bodies with Cayley rotation increments (THEORY §2, §4, §5, §10).
+
+:class:`GeneralizedAlpha` owns the time-discrete residual and tangent of one
+step and the Newton iteration that solves it.  It never raises on numerical
+trouble: :meth:`GeneralizedAlpha.step` returns a :class:`StepResult` whose
+``status`` says what happened, and the driver decides (stop, or later cut
+the step).
+
+Newton convergence test (documented for users in the README): after each
+correction Δu_k the residual R_k of the new iterate is evaluated and the
+step is converged when both
+
+    ‖R_k‖₂  ≤ atol + rtol · ‖Q_k‖₂       (Q: entry-wise sum of |terms| summed into R —
+                                           inertia, external and connector forces)
+    ‖Δu_k‖₂ ≤ atol + rtol · ‖u_{n+1} − u_n‖₂   (u: [r, θ] of all moving bodies)
+
+hold.  Q is the size of the forces being balanced, so the test is
+relative where forces are large and falls back to ``atol`` where they vanish.
+A step fails when the iteration limit is reached, when R or Δu is not
+finite, when the residual has grown in 3 consecutive iterations or exceeds
+1e8 times its initial value, when the tangent is singular, or when a
+connector is degenerate (a spring with L0 > 0 collapsed to L = 0).
+"""
+from __future__ import annotations
+
+import enum
+from dataclasses import dataclass, field, replace
+from typing import Optional
+
+import numpy as np
+
+from ..assembly import Assembler
+from ..linalg import LinearSolver, SingularMatrix
+from ..model.kinematics import Kinematics
+from ..model.model import Model
+from ..model.rotations import (cay, cay_quat, cayvec_quat, cross, matvec, quat_conj, quat_mul,
+                               quat_normalize, quat_to_matrix, skew, tmat, tmatvec)
+from ..scenario.spec import IntegratorSpec
+
+
+@dataclass(frozen=True)
+class AlphaParameters:
+    """Generalized-α parameters from ρ∞ (THEORY §2)."""
+
+    rho_inf: float
+    alpha_f: float
+    alpha_m: float
+    beta: float
+    gamma: float
+
+    @classmethod
+    def from_rho(cls, rho: float) -> "AlphaParameters":
+        af = 1.0 / (1.0 + rho)
+        am = (2.0 - rho) / (1.0 + rho)
+        return cls(rho_inf=rho, alpha_f=af, alpha_m=am,
+                   beta=0.25 * (1.0 + am - af) ** 2, gamma=0.5 + am - af)
+
+
+@dataclass(frozen=True, eq=False)
+class State:
+    """Integrator state at time ``t`` for all bodies (internal order, ``(n_all, ·)``).
+
+    ``dissipated`` and ``external_work`` are the energy integrals of THEORY §9
+    since t = 0; ``power_diss``/``power_ext`` the rates at this state (for the
+    trapezoidal rule of the next step).
+    """
+
+    t: float
+    r: np.ndarray
+    q: np.ndarray
+    v: np.ndarray
+    a: np.ndarray
+    w: np.ndarray
+    al: np.ndarray
+    dissipated: float = 0.0
+    external_work: float = 0.0
+    power_diss: float = 0.0
+    power_ext: float = 0.0
+
+    def kinematics(self) -> Kinematics:
+        return Kinematics.at_state(self.r, self.q, self.v, self.w)
+
+
+class StepStatus(enum.Enum):
+    CONVERGED = "converged"
+    MAX_ITERATIONS = "max_iterations"
+    DIVERGED = "diverged"
+    NONFINITE = "nonfinite"
+    SINGULAR = "singular"
+    DEGENERATE = "degenerate"
+
+
+@dataclass(eq=False)
+class StepResult:
+    """Outcome of one step: ``state`` is the new state when ``status`` is CONVERGED."""
+
+    status: StepStatus
+    iterations: int
+    residual_norm: float
+    message: str = ""
+    state: Optional[State] = None
+    history: list = field(default_factory=list)  # residual norms, one per iterate
+
+    @property
+    def ok(self) -> bool:
+        return self.status is StepStatus.CONVERGED
+
+
+class GeneralizedAlpha:
+    """One generalized-α step of a :class:`Model`, solved by Newton–Raphson.
+
+    Counters: ``n_steps``, ``n_iterations`` (linear solves), ``n_assemblies``,
+    and the linear solver's ``nlu``.
+    """
+
+    name = "generalized-alpha"
+
+    def __init__(self, model: Model, spec: IntegratorSpec):
+        self.model = model
+        self.spec = spec
+        self.params = AlphaParameters.from_rho(spec.rho_inf)
+        self.assembler = Assembler(model)
+        self.solver = LinearSolver(model.ndof, self.assembler.indptr, self.assembler.indices)
+        self.n_steps = 0
+        self.n_iterations = 0
+        self.n_assemblies = 0
+
+    # ------------------------------------------------------------------
+    def initial_state(self) -> State:
+        """State at t = 0 with the physical initial accelerations (THEORY §4)."""
+        m = self.model
+        a, al = m.initial_accelerations(0.0)
+        s = State(0.0, m.r0.copy(), m.q0.copy(), m.v0.copy(), a, m.w0.copy(), al)
+        pd, pe = self.powers(s)
+        return replace(s, power_diss=pd, power_ext=pe)
+
+    def powers(self, s: State) -> tuple[float, float]:
+        """Dissipated power of the dampers and power of the loads at a state [W]."""
+        pd = sum(float(ev.power.sum()) for _, ev in self.model.connector_forces(s.kinematics()))
+        _, _, FL, ML = self.model.external(s.t)
+        pe = float(np.sum(FL * s.v) + np.sum(ML * s.w))
+        return pd, pe
+
+    # ------------------------------------------------------------------
+    def prepare(self, s: State, dt: float) -> "_StepContext":
+        """Per-step constants: external loads at n+α, material inertia terms at n, predictors."""
+        m, p = self.model, self.params
+        nm = m.n_moving
+        af, am, beta, gamma = p.alpha_f, p.alpha_m, p.beta, p.gamma
+        Rn = quat_to_matrix(s.q)
+        F1, M1, _, _ = m.external(s.t + dt)
+        Fn, Mn, _, _ = m.external(s.t)
+        Jb = m.inertia[:nm]
+        Wn = tmatvec(Rn[:nm], s.w[:nm])
+        An = tmatvec(Rn[:nm], s.al[:nm])
+        c_a = 1.0 / (beta * dt * dt)
+        return _StepContext(
+            s=s, dt=dt, g=gamma / (beta * dt), c_a=c_a, Rn=Rn, qn_conj=quat_conj(s.q),
+            F_ext=(af * F1 + (1 - af) * Fn)[:nm], M_ext=(af * M1 + (1 - af) * Mn)[:nm],
+            Xn=(1 - am) * matvec(Jb, An) + (1 - af) * cross(Wn, matvec(Jb, Wn)),
+            a_pred=-s.v / (beta * dt) + (1 - 0.5 / beta) * s.a,
+            w_pred=(1 - gamma / beta) * s.w + dt * (1 - 0.5 * gamma / beta) * s.al,
+            al_pred=-s.w / (beta * dt) + (1 - 0.5 / beta) * s.al,
+            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3))
+
+    def evaluate(self, ctx: "_StepContext", r1: np.ndarray, q1: np.ndarray,
+                 tangent: Optional[str] = None) -> "_Iterate":
+        """Residual (and tangent data if ``tangent``) at the iterate ``(r1, q1)`` (THEORY §4–7)."""
+        m, p = self.model, self.params
+        nm = m.n_moving
+        af, am, gamma = p.alpha_f, p.alpha_m, p.gamma
+        s, dt, g, c_a, Rn = ctx.s, ctx.dt, ctx.g, ctx.c_a, ctx.Rn
+        Jb, mass = m.inertia[:nm], m.mass[:nm]
+        self.n_assemblies += 1
+
+        R1 = quat_to_matrix(q1)
+        theta = cayvec_quat(quat_mul(q1, ctx.qn_conj))
+        C = cay(theta)
+        T = tmat(theta)
+        a1 = c_a * (r1 - s.r) + ctx.a_pred
+        v1 = s.v + dt * ((1 - gamma) * s.a + gamma * a1)
+        w1 = matvec(C, g * theta + ctx.w_pred)
+        al1 = matvec(C, c_a * theta + ctx.al_pred)
+        kin = Kinematics.of_step(af, g, R1, Rn, r1, s.r, v1, s.v, w1, s.w, T)
+
+        # body residual (THEORY §5)
+        inert_r = mass[:, None] * (am * a1[:nm] + (1 - am) * s.a[:nm])
+        W1 = tmatvec(R1[:nm], w1[:nm])
+        A1 = tmatvec(R1[:nm], al1[:nm])
+        JW1 = matvec(Jb, W1)
+        X = am * matvec(Jb, A1) + ctx.Xn + af * cross(W1, JW1)
+        R1X = matvec(R1[:nm], X)
+        inert_t = af * R1X + (1 - af) * matvec(Rn[:nm], X)
+        R_body = np.concatenate((ctx.F_ext - inert_r, ctx.M_ext - inert_t), axis=1)
+
+        evals = [kind.evaluate(kin, tangent) for kind in m.kinds]
+        R = self.assembler.residual(R_body, evals)
+        Q = self.assembler.force_scale(
+            np.concatenate((np.abs(ctx.F_ext) + np.abs(inert_r), np.abs(ctx.M_ext) + np.abs(inert_t)), axis=1),
+            evals)
+        data = None
+        if tangent is not None:
+            S = Rn[:nm].transpose(0, 2, 1) @ T[:nm].transpose(0, 2, 1)
+            Lam_a = af * R1[:nm] + (1 - af) * Rn[:nm]
+            inner = am * c_a * Jb + af * g * (skew(W1) @ Jb - skew(JW1))
+            Ktt = -af * skew(R1X) + Lam_a @ inner @ S
+            data = self.assembler.tangent_data(ctx.Krr, Ktt, evals)
+        return _Iterate(R=R, Q=Q, data=data, evals=evals, theta=theta, a1=a1, v1=v1, w1=w1, al1=al1)
+
+    def step(self, s: State, dt: float) -> StepResult:
+        """Advance ``s`` by ``dt``; never raises on numerical trouble."""
+        m, spec = self.model, self.spec
+        nm = m.n_moving
+        ctx = self.prepare(s, dt)
+        r1, q1 = s.r.copy(), s.q.copy()
+        history: list[float] = []
+        du_norm = np.inf
+        status, msg = None, ""
+        for k in range(spec.max_iterations + 1):
+            it = self.evaluate(ctx, r1, q1, spec.tangent)
+            bad = [(kind, ev) for kind, ev in zip(m.kinds, it.evals) if ev.degenerate.any()]
+            if bad:
+                kind, ev = bad[0]
+                name = kind.names[int(np.flatnonzero(ev.degenerate)[0])]
+                status, msg = StepStatus.DEGENERATE, (
+                    f"spring '{name}' collapsed to zero length with a positive rest length; "
+                    "its direction is undefined")
+                break
+            rnorm = float(np.linalg.norm(it.R))
+            history.append(rnorm)
+            if not np.isfinite(rnorm):
+                status, msg = StepStatus.NONFINITE, "the residual is not finite"
+                break
+            if k > 0:
+                u_step = np.concatenate(((r1 - s.r)[:nm], it.theta[:nm]), axis=1)
+                if (rnorm <= spec.atol + spec.rtol * np.linalg.norm(it.Q)
+                        and du_norm <= spec.atol + spec.rtol * np.linalg.norm(u_step)):
+                    status = StepStatus.CONVERGED
+                    break
+                if len(history) >= 4 and history[-1] > history[-2] > history[-3] > history[-4]:
+                    status, msg = StepStatus.DIVERGED, "the residual grew in 3 consecutive iterations"
+                    break
+                if rnorm > 1e8 * max(history[0], np.finfo(float).tiny):
+                    status, msg = StepStatus.DIVERGED, "the residual grew by more than 1e8"
+                    break
+            if k == spec.max_iterations:
+                status, msg = StepStatus.MAX_ITERATIONS, (
+                    f"no convergence in {spec.max_iterations} Newton iterations")
+                break
+            try:
+                du = self.solver.solve(it.data, it.R)
+            except SingularMatrix as exc:
+                status, msg = StepStatus.SINGULAR, f"the tangent matrix is singular ({exc})"
+                break
+            self.n_iterations += 1
+            du_norm = float(np.linalg.norm(du))
+            if not np.isfinite(du_norm):
+                status, msg = StepStatus.NONFINITE, "the Newton correction is not finite"
+                break
+            r1, q1 = self.update(r1, q1, du)
+
+        if status is not StepStatus.CONVERGED:
+            if status in (StepStatus.MAX_ITERATIONS, StepStatus.DIVERGED) and nm:
+                msg += "; " + self._culprit(it.R)
+            return StepResult(status, k, history[-1] if history else np.nan, msg, None, history)
+
+        self.n_steps += 1
+        new = State(s.t + dt, r1, q1, it.v1, it.a1, it.w1, it.al1, s.dissipated, s.external_work)
+        pd, pe = self.powers(new)
+        # trapezoidal rule on the power along the discrete trajectory: O(Δt²), like the scheme
+        new = replace(new, power_diss=pd, power_ext=pe,
+                      dissipated=s.dissipated + 0.5 * dt * (s.power_diss + pd),
+                      external_work=s.external_work + 0.5 * dt * (s.power_ext + pe))
+        return StepResult(status, k, history[-1], "", new, history)
+
+    def update(self, r1: np.ndarray, q1: np.ndarray, du: np.ndarray):
+        """Newton update ``r ← r + Δr``, ``Λ ← cay(Δθ) Λ`` (THEORY §1) of the moving bodies."""
+        nm = self.model.n_moving
+        du = du.reshape(nm, 6)
+        r1 = r1.copy()
+        q1 = q1.copy()
+        r1[:nm] += du[:, :3]
+        q1[:nm] = quat_normalize(quat_mul(cay_quat(du[:, 3:]), q1[:nm]))
+        return r1, q1
+
+    def tangent_matrix(self, data: np.ndarray):
+        """The global tangent as a scipy CSC matrix (for tests and diagnostics)."""
+        import scipy.sparse as sp
+        a = self.assembler
+        return sp.csc_matrix((data, a.indices, a.indptr), shape=(a.ndof, a.ndof))
+
+    def _culprit(self, R: np.ndarray) -> str:
+        """Name the body and component with the largest residual entry."""
+        i = int(np.argmax(np.abs(R)))
+        body = self.model.names[i // 6]
+        part = "force" if i % 6 < 3 else "moment"
+        return f"largest residual: {part} on body '{body}' ({abs(R[i]):.3e})"
+
+
+@dataclass(frozen=True, eq=False)
+class _StepContext:
+    """Constants of one step (see :meth:`GeneralizedAlpha.prepare`)."""
+
+    s: State
+    dt: float
+    g: float
+    c_a: float
+    Rn: np.ndarray
+    qn_conj: np.ndarray
+    F_ext: np.ndarray
+    M_ext: np.ndarray
+    Xn: np.ndarray
+    a_pred: np.ndarray
+    w_pred: np.ndarray
+    al_pred: np.ndarray
+    Krr: np.ndarray
+
+
+@dataclass(frozen=True, eq=False)
+class _Iterate:
+    """Residual, force scale, tangent data and kinematics at one Newton iterate."""
+
+    R: np.ndarray
+    Q: np.ndarray
+    data: Optional[np.ndarray]
+    evals: list
+    theta: np.ndarray
+    a1: np.ndarray
+    v1: np.ndarray
+    w1: np.ndarray
+    al1: np.ndarray

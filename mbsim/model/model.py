@@ -1,0 +1,154 @@
+"""The assembled mechanism: bodies as a structure of arrays, DOF numbering,
+connector kinds and loads, built once from a validated scenario.
+
+Internal body order is ``[moving bodies…, fixed bodies…, world]`` so that the
+unknowns of the moving bodies are a contiguous prefix: body ``i < n_moving``
+owns unknowns ``6i … 6i+5`` = ``[Δr, Δθ]``.  ``order`` maps scenario order to
+internal order for output.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import numpy as np
+
+from ..elements import ELEMENTS, ConnectorKind
+from ..scenario.spec import WORLD, Scenario
+from .kinematics import Kinematics
+from .rotations import cross, matvec, quat_to_matrix
+
+
+@dataclass(frozen=True, eq=False)
+class Loads:
+    """External loads as arrays: ``vector[i] * scale_i(t)`` on internal body ``body[i]``."""
+
+    body: np.ndarray  # (nl,) internal body index
+    vector: np.ndarray  # (nl, 3)
+    is_torque: np.ndarray  # (nl,) bool
+    scales: tuple  # nl time functions
+
+    def at(self, t: float, n_all: int) -> tuple[np.ndarray, np.ndarray]:
+        """Load force and torque on every body at time t: two ``(n_all, 3)`` arrays."""
+        F = np.zeros((n_all, 3))
+        M = np.zeros((n_all, 3))
+        if len(self.body):
+            s = np.array([fn(t) for fn in self.scales], dtype=float)
+            vec = s[:, None] * self.vector
+            np.add.at(F, self.body[~self.is_torque], vec[~self.is_torque])
+            np.add.at(M, self.body[self.is_torque], vec[self.is_torque])
+        return F, M
+
+
+class Model:
+    """Bodies, connectors and loads of one scenario, ready for batched evaluation.
+
+    Attributes
+    ----------
+    n_moving, n_bodies, n_all : int
+        Moving bodies, declared bodies, declared bodies + world.
+    ndof : int
+        Unknowns: 6 per moving body (room is left for element unknowns after them).
+    order : (n_bodies,) int
+        Internal index of each declared body, in scenario order.
+    mass : (n_all,), inertia : (n_all, 3, 3)
+        Mass [kg] and body-frame inertia [kg·m²] (zero for fixed bodies).
+    r0, q0, v0, w0 : (n_all, ·)
+        Initial state (world frame; quaternions ``[w, x, y, z]``).
+    gravity : (3,)
+    kinds : list of ConnectorKind
+        One batched object per connector type present.
+    """
+
+    def __init__(self, scenario: Scenario):
+        self.scenario = scenario
+        specs = scenario.bodies
+        moving = [i for i, b in enumerate(specs) if not b.fixed]
+        fixed = [i for i, b in enumerate(specs) if b.fixed]
+        internal = moving + fixed  # scenario indices in internal order
+        self.n_moving = len(moving)
+        self.n_bodies = len(specs)
+        self.n_all = self.n_bodies + 1
+        self.ndof = 6 * self.n_moving
+        self.order = np.empty(self.n_bodies, dtype=np.intp)
+        self.order[internal] = np.arange(self.n_bodies)
+        self.names = [specs[i].name for i in internal] + [WORLD]
+        self.index = {name: k for k, name in enumerate(self.names)}
+
+        def stack(attr, world_value):
+            return np.array([getattr(specs[i], attr) for i in internal] + [world_value], dtype=float)
+
+        self.mass = np.array([specs[i].mass if not specs[i].fixed else 0.0 for i in internal] + [0.0])
+        self.inertia = np.array([specs[i].inertia if not specs[i].fixed else np.zeros((3, 3))
+                                 for i in internal] + [np.zeros((3, 3))]).reshape(-1, 3, 3)
+        self.r0 = stack("position", np.zeros(3)).reshape(-1, 3)
+        self.q0 = stack("orientation", np.array([1.0, 0, 0, 0])).reshape(-1, 4)
+        self.v0 = stack("velocity", np.zeros(3)).reshape(-1, 3)
+        self.w0 = stack("angular_velocity", np.zeros(3)).reshape(-1, 3)
+        self.gravity = np.asarray(scenario.gravity, dtype=float)
+
+        R0 = quat_to_matrix(self.q0)
+        self.kinds: list[ConnectorKind] = []
+        for type_name, cls in ELEMENTS.items():
+            idx = [i for i, c in enumerate(scenario.connectors) if c.type == type_name]
+            if idx:
+                self.kinds.append(cls([scenario.connectors[i] for i in idx], idx, self.index, self.r0, R0))
+        self.n_connectors = len(scenario.connectors)
+        self.connector_names = [c.name for c in scenario.connectors]
+
+        loads = scenario.loads
+        self.loads = Loads(
+            body=np.array([self.index[ld.body] for ld in loads], dtype=np.intp),
+            vector=np.array([ld.vector for ld in loads], dtype=float).reshape(-1, 3),
+            is_torque=np.array([ld.type == "torque" for ld in loads], dtype=bool),
+            scales=tuple(ld.scale for ld in loads))
+
+    # ------------------------------------------------------------------
+    def external(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """External force and torque on every body at time t, with and without gravity.
+
+        Returns ``(F, M, F_loads, M_loads)``, each ``(n_all, 3)``: totals (gravity
+        m·g included) and the load part alone (whose work is ``external_work``).
+        """
+        FL, ML = self.loads.at(t, self.n_all)
+        return FL + self.mass[:, None] * self.gravity, ML, FL, ML
+
+    def connector_forces(self, kin: Kinematics):
+        """Evaluate every connector kind at ``kin`` (no tangent); yields ``(kind, ElementEval)``."""
+        for kind in self.kinds:
+            yield kind, kind.evaluate(kin, None)
+
+    def resultants(self, kin: Kinematics, t: float):
+        """Total force and moment about the centre on every body at a single state.
+
+        Returns ``(F, M)`` ``(n_all, 3)``: gravity, loads and connector actions
+        (the moment includes ``z × f`` of point forces).
+        """
+        F, M, _, _ = self.external(t)
+        for kind, ev in self.connector_forces(kin):
+            r = ev.residual
+            np.add.at(F, kind.ia, r[:, 0:3])
+            np.add.at(M, kind.ia, r[:, 3:6])
+            np.add.at(F, kind.ib, r[:, 6:9])
+            np.add.at(M, kind.ib, r[:, 9:12])
+        return F, M
+
+    def initial_accelerations(self, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
+        """Physical initial accelerations from all forces at t (THEORY §4).
+
+        ``m a_0 = f(0)``, ``J_0 α_0 = m(0) − ω_0 × J_0 ω_0``; zero for fixed bodies.
+        """
+        kin = Kinematics.at_state(self.r0, self.q0, self.v0, self.w0)
+        F, M = self.resultants(kin, t)
+        nm = self.n_moving
+        a = np.zeros((self.n_all, 3))
+        al = np.zeros((self.n_all, 3))
+        R = kin.R1[:nm]
+        J = R @ self.inertia[:nm] @ R.transpose(0, 2, 1)
+        w = self.w0[:nm]
+        a[:nm] = F[:nm] / self.mass[:nm, None]
+        al[:nm] = np.linalg.solve(J, (M[:nm] - cross(w, matvec(J, w)))[..., None])[..., 0]
+        return a, al
+
+    def world_inertia(self, R: np.ndarray) -> np.ndarray:
+        """``J = Λ J_b Λᵀ`` for every body, given rotation matrices ``(n_all, 3, 3)``."""
+        return R @ self.inertia @ R.transpose(0, 2, 1)
