@@ -1,0 +1,72 @@
+"""Build scenarios for tests directly from the frozen specs (no YAML involved)."""
+from __future__ import annotations
+
+import numpy as np
+
+from mbsim.model.rotations import rotvec_quat
+from mbsim.scenario.spec import (BodySpec, ConnectorSpec, Constant, IntegratorSpec, LoadSpec,
+                                 OutputSpec, Scenario, TimeSpec, frozen_array as fa)
+
+
+def body(name, mass=1.0, inertia=(0.01, 0.02, 0.03), position=(0, 0, 0), rotvec=(0, 0, 0),
+         velocity=(0, 0, 0), angular_velocity=(0, 0, 0), fixed=False):
+    J = np.diag(inertia) if np.ndim(inertia) == 1 else np.asarray(inertia, float)
+    return BodySpec(name, fixed, 0.0 if fixed else float(mass), fa(J if not fixed else np.zeros((3, 3))),
+                    fa(position), fa(rotvec_quat(np.asarray(rotvec, float))), fa(velocity),
+                    fa(angular_velocity))
+
+
+def spring(name, a, b, pa, pb, k, L0=None):
+    L0 = float(np.linalg.norm(np.subtract(pb, pa))) if L0 is None else float(L0)
+    return ConnectorSpec(name, "spring", a, b, points=fa([pa, pb]), stiffness=float(k), rest_length=L0)
+
+
+def damper(name, a, b, pa, pb, c):
+    return ConnectorSpec(name, "damper", a, b, points=fa([pa, pb]), damping=float(c))
+
+
+def torsional(name, a, b, chi, projection="P1", axis=None):
+    ax = None if axis is None else fa(np.asarray(axis, float) / np.linalg.norm(axis))
+    return ConnectorSpec(name, "torsional_damper", a, b, damping=float(chi), projection=projection, axis=ax)
+
+
+def load(body_name, vector, kind="force", scale=None):
+    return LoadSpec(kind, body_name, fa(vector), scale if scale is not None else Constant(1.0))
+
+
+def scenario(bodies, connectors=(), loads=(), gravity=(0, 0, 0), end=1.0, step=1e-3, rho_inf=0.9,
+             tangent="consistent", interval=None, name="test", max_iterations=25, rtol=1e-8, atol=1e-10):
+    return Scenario(
+        name=name, description="", gravity=fa(gravity), time=TimeSpec(float(end), float(step)),
+        integrator=IntegratorSpec(rho_inf=rho_inf, tangent=tangent, max_iterations=max_iterations,
+                                  rtol=rtol, atol=atol),
+        output=OutputSpec(interval=float(interval if interval is not None else step)),
+        bodies=tuple(bodies), connectors=tuple(connectors), loads=tuple(loads))
+
+
+def random_rotvec(rng, scale=1.0):
+    return rng.normal(size=3) * scale
+
+
+def nonlinear_3d(rho_inf=0.9, end=1.0, step=1e-3, tangent="consistent"):
+    """Two spinning asymmetric bodies hanging from world: springs, dampers, torsional
+    dampers with every projection, gravity and a sine torque (strongly nonlinear, 3D)."""
+    from mbsim.scenario.spec import Sine
+    bodies = [
+        body("a", mass=1.2, inertia=(0.02, 0.03, 0.05), position=(0.3, 0.0, -1.0), rotvec=(0.2, -0.3, 0.4),
+             velocity=(0.4, 0.1, 0.0), angular_velocity=(1.5, -2.0, 3.0)),
+        body("b", mass=0.8, inertia=(0.01, 0.015, 0.012), position=(0.6, 0.4, -1.8), rotvec=(-0.5, 0.1, 0.2),
+             velocity=(0.0, -0.3, 0.2), angular_velocity=(-2.5, 1.0, 4.0)),
+    ]
+    conns = [
+        spring("s0", "world", "a", (0, 0, 0), (0.3, 0.05, -0.9), 300.0, 0.7),
+        spring("s1", "a", "b", (0.35, 0.0, -1.1), (0.6, 0.45, -1.7), 150.0),
+        damper("d0", "world", "a", (0.1, 0, 0), (0.25, 0.0, -0.95), 0.8),
+        damper("d1", "a", "b", (0.3, 0.1, -1.05), (0.55, 0.4, -1.75), 0.5),
+        torsional("t0", "world", "a", 0.01, "P1"),
+        torsional("t1", "a", "b", 0.02, "P2", axis=(0.2, 0.3, 1.0)),
+        torsional("t2", "a", "b", 0.015, "P3", axis=(1.0, -0.4, 0.3)),
+    ]
+    loads = [load("b", (0.0, 0.05, 0.02), "torque", Sine(1.0, 1.3, 0.2, 0.5))]
+    return scenario(bodies, conns, loads, gravity=(0, 0, -9.81), end=end, step=step, rho_inf=rho_inf,
+                    tangent=tangent, interval=step, name="nonlinear3d")
