@@ -1,0 +1,254 @@
+"""The time loop: step sequence, output cadence, progress bar, stopping rules.
+
+The driver composes a model, an integrator, a writer and a progress meter
+and decides what to do with each step's outcome.  Today a failed step ends
+the run (status ``failed``); step cut-back will slot in at
+:meth:`_Loop.advance`, which already separates "the step I want" from "the
+step the integrator managed".
+"""
+from __future__ import annotations
+
+import math
+import os
+import signal
+import sys
+import time
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional
+
+import numpy as np
+
+from .diagnostics import energy_drift, frame_quantities
+from .integrators import INTEGRATORS
+from .model.model import Model
+from .scenario.spec import Scenario
+
+EXIT_OK, EXIT_INVALID, EXIT_SOLVER, EXIT_INTERRUPTED = 0, 2, 3, 130
+
+
+class Interrupted(Exception):
+    """The run was asked to stop (SIGINT or SIGTERM)."""
+
+    def __init__(self, signum: int):
+        super().__init__(signal.Signals(signum).name)
+        self.signum = signum
+
+
+@dataclass
+class RunSummary:
+    """Outcome of a run (also what ``mbsim run`` prints at the end)."""
+
+    status: str  # completed | failed | interrupted
+    message: str
+    output: Optional[str]
+    t_end: float
+    steps: int
+    newton_iterations: int
+    rejected_steps: int
+    wall_time_s: float
+    frames: int
+    energy_drift_J: float
+    energy_drift_relative: float
+    linear_solver: str = ""
+    exit_code: int = EXIT_OK
+    frames_data: Optional[dict] = field(default=None, repr=False)
+
+    @property
+    def iterations_per_step(self) -> float:
+        return self.newton_iterations / self.steps if self.steps else 0.0
+
+
+def step_schedule(end: float, step: float, interval: float):
+    """Steps and frames of a fixed-step run.
+
+    Returns ``(n_full, last, every)``: ``n_full`` steps of size ``step`` (a
+    remainder below 1e-9 of a step is absorbed), an optional final shorter
+    step of size ``last`` (0 if none), and a frame every ``every`` steps.  The
+    final state is always a frame.
+    """
+    ratio = end / step
+    n_full = int(math.floor(ratio + 1e-9))
+    last = end - n_full * step
+    if last <= 1e-9 * step:
+        last = 0.0
+    every = max(1, int(round(interval / step)))
+    return n_full, last, every
+
+
+class _SignalGuard:
+    """Turn SIGINT/SIGTERM into :class:`Interrupted` while a run is in progress."""
+
+    def __enter__(self):
+        self.old = {}
+        try:
+            for sig in (signal.SIGINT, signal.SIGTERM):
+                self.old[sig] = signal.signal(sig, self._raise)
+        except ValueError:  # not in the main thread: leave signals alone
+            self.old = {}
+        return self
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise Interrupted(signum)
+
+    def __exit__(self, *exc):
+        for sig, h in self.old.items():
+            signal.signal(sig, h)
+        return False
+
+
+def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = False,
+        end: Optional[float] = None, write: bool = True, keep_frames: bool = False,
+        on_step: Optional[Callable] = None) -> RunSummary:
+    """Simulate ``scenario`` and write its trajectory.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        A validated scenario.
+    output : str, optional
+        Result file; default ``scenario.output_file``.
+    progress : bool
+        Show a tqdm progress bar on stderr.
+    end : float, optional
+        Stop at this time instead of ``scenario.time.end`` (for tests and previews).
+    write : bool
+        Write the HDF5 file (False: keep frames in memory only, see ``keep_frames``).
+    keep_frames : bool
+        Return all frames as stacked arrays in ``RunSummary.frames_data``.
+    on_step : callable, optional
+        ``on_step(StepResult)`` after every step (diagnostics, tests).
+    """
+    if end is not None:
+        scenario = replace(scenario, time=replace(scenario.time, end=float(end)))
+    out = output if output is not None else scenario.output_file
+    model = Model(scenario)
+    integ = INTEGRATORS["generalized-alpha"](model, scenario.integrator)
+    return _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step).run()
+
+
+class _Loop:
+    def __init__(self, scenario, model, integ, out, progress, keep_frames, on_step):
+        self.sc, self.model, self.integ = scenario, model, integ
+        self.out, self.progress, self.keep, self.on_step = out, progress, keep_frames, on_step
+        self.writer = None
+        self.frames = 0
+        self.energies: dict[str, list] = {k: [] for k in ("kinetic", "potential", "dissipated", "external_work")}
+        self.kept: dict[str, list] = {}
+
+    # --------------------------------------------------------------
+    def _attrs(self):
+        p = self.integ.params
+        sc = self.sc
+        return {
+            "rho_inf": p.rho_inf, "alpha_f": p.alpha_f, "alpha_m": p.alpha_m, "beta": p.beta, "gamma": p.gamma,
+            "tangent": sc.integrator.tangent, "integrator": self.integ.name,
+            "linear_solver": self.integ.solver.kind,
+            "newton_max_iterations": sc.integrator.max_iterations,
+            "newton_rtol": sc.integrator.rtol, "newton_atol": sc.integrator.atol,
+            "time_step": sc.time.step, "time_end": sc.time.end, "output_interval": sc.output.interval,
+        }
+
+    def _counters(self, wall):
+        return {"steps": self.integ.n_steps, "newton_iterations": self.integ.n_iterations,
+                "rejected_steps": 0, "wall_time_s": wall}
+
+    def _frame(self, s, iterations, rnorm, dt):
+        fr = frame_quantities(self.model, s)
+        if self.writer is not None:
+            self.writer.append(fr, iterations, rnorm, dt)
+        if self.keep:
+            fr = dict(fr, **{"solver/iterations": iterations, "solver/residual_norm": rnorm, "solver/step": dt})
+            for k, v in fr.items():
+                self.kept.setdefault(k, []).append(v)
+        for k in self.energies:
+            self.energies[k].append(fr[f"energy/{k}"])
+        self.frames += 1
+
+    def run(self) -> RunSummary:
+        sc, integ = self.sc, self.integ
+        t_start = time.monotonic()
+        if self.out is not None:
+            from .io.writer import TrajectoryWriter
+            d = os.path.dirname(os.path.abspath(self.out))
+            os.makedirs(d, exist_ok=True)
+            self.writer = TrajectoryWriter(self.out, sc, self._attrs())
+        bar = None
+        status, message, code = "completed", "", EXIT_OK
+        s = None
+        try:
+            with _SignalGuard():
+                s = integ.initial_state()
+                self._frame(s, 0, 0.0, 0.0)
+                n_full, last, every = step_schedule(sc.time.end, sc.time.step, sc.output.interval)
+                n_total = n_full + (1 if last else 0)
+                if self.progress:
+                    bar = _progress_bar(sc)
+                last_bar = 0.0
+                for k in range(1, n_total + 1):
+                    t_target = k * sc.time.step if k <= n_full else sc.time.end
+                    dt = t_target - s.t
+                    res = integ.step(s, dt)
+                    if self.on_step is not None:
+                        self.on_step(res)
+                    if not res.ok:
+                        status, code = "failed", EXIT_SOLVER
+                        message = (f"step {k} from t = {s.t:.9g} s to t = {t_target:.9g} s (dt = {dt:.3g} s) "
+                                   f"failed: {res.message}; residual norm {res.residual_norm:.3e} after "
+                                   f"{res.iterations} Newton iterations. The file holds every frame "
+                                   f"up to t = {s.t:.9g} s.")
+                        break
+                    s = replace(res.state, t=t_target)
+                    if k % every == 0 or k == n_total:
+                        self._frame(s, res.iterations, res.residual_norm, dt)
+                    if bar is not None and time.monotonic() - last_bar > 0.1:
+                        last_bar = time.monotonic()
+                        _bar_update(bar, s.t, integ, last_bar - t_start)
+                if status == "completed":
+                    message = (f"completed: {integ.n_steps} steps, {integ.n_iterations} Newton iterations, "
+                               f"t = {s.t:.9g} s")
+        except Interrupted as exc:
+            status, code = "interrupted", EXIT_INTERRUPTED
+            message = f"interrupted by {exc} at t = {s.t if s else 0.0:.9g} s"
+        except KeyboardInterrupt:
+            status, code = "interrupted", EXIT_INTERRUPTED
+            message = f"interrupted at t = {s.t if s else 0.0:.9g} s"
+        except BaseException as exc:  # a bug: record it in the file, then let it propagate
+            if self.writer is not None:
+                self.writer.close("failed", f"internal error: {type(exc).__name__}: {exc}",
+                                  self._counters(time.monotonic() - t_start))
+            raise
+        finally:
+            if bar is not None:
+                if s is not None and status == "completed":
+                    _bar_update(bar, s.t, integ, time.monotonic() - t_start)
+                bar.close()
+        wall = time.monotonic() - t_start
+        if self.writer is not None:
+            self.writer.close(status, message, self._counters(wall))
+        drift, rel = energy_drift(*(self.energies[k] for k in ("kinetic", "potential", "dissipated",
+                                                                "external_work")))
+        data = None
+        if self.keep:
+            data = {k: np.asarray(v) for k, v in self.kept.items()}
+        return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, 0,
+                          wall, self.frames, drift, rel, integ.solver.kind, code, data)
+
+
+def _progress_bar(sc):
+    from tqdm import tqdm
+    return tqdm(total=sc.time.end, unit="s", unit_scale=False, file=sys.stderr, leave=True,
+                desc=sc.name[:24], bar_format="{desc}: {percentage:3.0f}%|{bar}| t={n:.4g}/{total:.4g} s "
+                                              "[{elapsed}<{remaining}{postfix}]")
+
+
+def _bar_update(bar, t, integ, wall):
+    bar.n = min(t, bar.total)
+    steps = integ.n_steps
+    bar.set_postfix_str(f"{steps / wall if wall > 0 else 0:.0f} steps/s, "
+                        f"{integ.n_iterations / steps if steps else 0:.2f} it/step", refresh=False)
+    bar.refresh()
+
+
+__all__ = ["run", "RunSummary", "step_schedule", "EXIT_OK", "EXIT_INVALID", "EXIT_SOLVER",
+           "EXIT_INTERRUPTED"]

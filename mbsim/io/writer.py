@@ -1,0 +1,165 @@
+"""HDF5 trajectory writer (OUTPUT.md, format version 1).
+
+Frames are buffered in memory and written in blocks to resizable, chunked
+datasets; after every block the counters and ``status`` are updated and the
+file is flushed, so a run that stops for any reason leaves every flushed
+frame readable.  All per-frame datasets are resized together to the same
+length before the data of a block is written.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import time
+
+import h5py
+import numpy as np
+
+from .. import __version__
+
+FORMAT = "mbsim-trajectory"
+FORMAT_VERSION = 1
+
+# path -> (trailing shape with 'B'/'C' placeholders, units, description)
+FRAME_DATASETS = {
+    "time": ((), "s", "time of each frame; frame 0 is t = 0"),
+    "bodies/position": (("B", 3), "m", "centre of mass, world frame"),
+    "bodies/orientation": (("B", 4), "1", "unit quaternion [w, x, y, z], body-to-world"),
+    "bodies/velocity": (("B", 3), "m/s", "centre-of-mass velocity, world frame"),
+    "bodies/angular_velocity": (("B", 3), "rad/s", "spatial angular velocity, world frame"),
+    "bodies/acceleration": (("B", 3), "m/s^2", "centre-of-mass acceleration, world frame"),
+    "bodies/angular_acceleration": (("B", 3), "rad/s^2", "spatial angular acceleration, world frame"),
+    "connectors/force": (("C", 3), "N", "force the connector exerts on body A (B receives the opposite)"),
+    "connectors/moment": (("C", 3), "N*m",
+                          "pure moment on body A (zero for springs and dampers; excludes the moment of the force)"),
+    "connectors/length": (("C",), "m", "distance between the insertion points; NaN where a connector has none"),
+    "energy/kinetic": ((), "J", "sum of 1/2 m v.v + 1/2 w.Jw over bodies"),
+    "energy/potential": ((), "J", "spring energy sum 1/2 k (L - L0)^2 plus gravity -sum m g.r"),
+    "energy/dissipated": ((), "J", "work removed by dampers since t = 0"),
+    "energy/external_work": ((), "J", "work done by loads since t = 0 (gravity is in the potential)"),
+    "momentum/linear": ((3,), "kg*m/s", "sum of m v over moving bodies"),
+    "momentum/angular": ((3,), "kg*m^2/s", "sum of r x m v + J w about the world origin"),
+    "solver/iterations": ((), "1", "Newton iterations of the step that ended at this frame (0 for frame 0)"),
+    "solver/residual_norm": ((), "N", "final residual norm (2-norm) of that step"),
+    "solver/step": ((), "s", "time-step size used for that step"),
+}
+SOLVER_KEYS = ("solver/iterations", "solver/residual_norm", "solver/step")
+
+
+def utc_now() -> str:
+    return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
+
+
+class TrajectoryWriter:
+    """Write one run to ``path``.
+
+    Parameters
+    ----------
+    path : str
+        Output file (created or truncated).
+    scenario : Scenario
+        Static data (names, masses, the scenario text).
+    attrs : dict
+        Integrator settings and solver description for the root attributes.
+    flush_frames : int
+        Frames per block written at once.
+    flush_seconds : float
+        A block is also written when this much wall time passed since the last.
+    """
+
+    def __init__(self, path, scenario, attrs: dict, flush_frames: int = 256, flush_seconds: float = 2.0):
+        self.path = str(path)
+        B = len(scenario.bodies)
+        C = len(scenario.connectors)
+        self._shape = {"B": B, "C": C}
+        self.flush_frames = max(1, int(flush_frames))
+        self.flush_seconds = flush_seconds
+        self._buf: dict[str, list] = {k: [] for k in FRAME_DATASETS}
+        self._last_flush = time.monotonic()
+        self.frames = 0
+
+        f = self.f = h5py.File(self.path, "w")
+        f.attrs["format"] = FORMAT
+        f.attrs["format_version"] = FORMAT_VERSION
+        f.attrs["mbsim_version"] = __version__
+        f.attrs["scenario_name"] = scenario.name
+        f.attrs["status"] = "running"
+        f.attrs["message"] = "the run is in progress"
+        f.attrs["created_utc"] = utc_now()
+        for k, v in attrs.items():
+            f.attrs[k] = v
+        for k in ("steps", "newton_iterations", "rejected_steps"):
+            f.attrs[k] = 0
+        f.attrs["wall_time_s"] = 0.0
+
+        st = h5py.string_dtype("utf-8")
+        f.create_dataset("scenario", data=scenario.text, dtype=st)
+        bodies = scenario.bodies
+        self._static("bodies/name", [b.name for b in bodies], st, "1", "body names, in scenario order")
+        self._static("bodies/fixed", np.array([b.fixed for b in bodies], dtype=bool), None, "1",
+                     "true for fixed bodies")
+        self._static("bodies/mass", np.array([0.0 if b.fixed else b.mass for b in bodies]), None, "kg",
+                     "body mass (0 for fixed bodies)")
+        conns = scenario.connectors
+        self._static("connectors/name", [c.name for c in conns], st, "1", "connector names, in scenario order")
+        self._static("connectors/type", [c.type for c in conns], st, "1", "connector type")
+        self._static("connectors/body_a", [c.body_a for c in conns], st, "1", "name of body A")
+        self._static("connectors/body_b", [c.body_b for c in conns], st, "1", "name of body B")
+
+        for path_, (tail, units, desc) in FRAME_DATASETS.items():
+            shape = tuple(self._shape.get(d, d) for d in tail)
+            dtype = np.int32 if path_ == "solver/iterations" else np.float64
+            row = int(np.prod(shape)) * 8 or 8
+            chunk_rows = int(max(1, min(self.flush_frames, (1 << 20) // row)))
+            ds = f.create_dataset(path_, shape=(0,) + shape, maxshape=(None,) + shape, dtype=dtype,
+                                  chunks=(chunk_rows,) + tuple(max(1, s) for s in shape))
+            ds.attrs["units"] = units
+            ds.attrs["description"] = desc
+        f.flush()
+
+    def _static(self, path, data, dtype, units, desc):
+        if dtype is not None:  # strings: an object array keeps empty lists well-typed
+            data = np.array(list(data), dtype=object)
+        ds = self.f.create_dataset(path, data=data, dtype=dtype)
+        ds.attrs["units"] = units
+        ds.attrs["description"] = desc
+
+    # ------------------------------------------------------------------
+    def append(self, frame: dict, iterations: int, residual_norm: float, step: float):
+        """Buffer one frame (see :func:`mbsim.diagnostics.frame_quantities`)."""
+        for k, v in frame.items():
+            self._buf[k].append(v)
+        self._buf["solver/iterations"].append(iterations)
+        self._buf["solver/residual_norm"].append(residual_norm)
+        self._buf["solver/step"].append(step)
+        if (len(self._buf["time"]) >= self.flush_frames
+                or time.monotonic() - self._last_flush >= self.flush_seconds):
+            self.flush()
+
+    def flush(self, counters: dict | None = None):
+        """Write buffered frames, update counters, flush the file."""
+        n = len(self._buf["time"])
+        f = self.f
+        if n:
+            T0, T1 = self.frames, self.frames + n
+            for k in FRAME_DATASETS:
+                f[k].resize(T1, axis=0)
+            for k in FRAME_DATASETS:
+                f[k][T0:T1] = np.asarray(self._buf[k])
+                self._buf[k].clear()
+            self.frames = T1
+        if counters:
+            for k, v in counters.items():
+                f.attrs[k] = v
+        f.flush()
+        self._last_flush = time.monotonic()
+
+    def close(self, status: str, message: str, counters: dict | None = None):
+        """Write what is buffered, set the final ``status`` and ``message``, close the file."""
+        if self.f is None:
+            return
+        self.flush(counters)
+        self.f.attrs["status"] = status
+        self.f.attrs["message"] = message
+        self.f.flush()
+        self.f.close()
+        self.f = None
