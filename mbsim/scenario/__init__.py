@@ -3,3 +3,5 @@ from .spec import (  # noqa: F401
     WORLD, BodySpec, ConnectorSpec, LoadSpec, Scenario, TimeSpec, IntegratorSpec, OutputSpec,
     Constant, Ramp, Sine, Table,
 )
+from .errors import Problem, ScenarioError  # noqa: F401
+from .loader import load_scenario, parse_scenario, scenario_from_dict  # noqa: F401

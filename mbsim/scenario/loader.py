@@ -1,0 +1,668 @@
+"""Scenario files (SCENARIO.md, format version 1) → validated frozen specs.
+
+The whole file is checked before anything is built and every problem is
+reported at once, each with its key path and line (ScenarioError).  Choices
+SCENARIO.md leaves open, made here:
+
+- an explicit null counts as "not given" only for the optional sections
+  ``integrator``, ``integrator.newton``, ``output``, ``connectors`` and
+  ``loads``; anywhere else null is refused like any other wrong value;
+- ``ramp``: ``t0`` and ``t1`` are required with t1 > t0, ``from`` defaults
+  to 0 and ``to`` to 1 (a ramp up to the full vector); ``table`` needs at
+  least two rows;
+- ``output.interval`` is stored as written (it is a whole multiple of
+  ``time.step`` within a relative 1e-9, so ``round(interval / step)`` is the
+  stride); it may exceed ``time.end``;
+- a 3×3 inertia within the symmetry tolerance is stored symmetrized, and
+  positive definite means every eigenvalue > 1e-12 · the largest |eigenvalue|;
+- a torsional damper's ``axis`` under P1/none is read (it must be numbers)
+  but not stored;
+- names are any non-blank text; a number, boolean or null where a name
+  belongs is refused (quote it).
+"""
+from __future__ import annotations
+
+import math
+import os
+from typing import Optional
+
+import numpy as np
+import yaml
+
+from .errors import Problem, ScenarioError
+from .spec import (
+    JOINT_PROJECTION, PROJECTIONS, TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec,
+    IntegratorSpec, LoadSpec, OutputSpec, Ramp, Scenario, Sine, Table, TimeSpec, frozen_array,
+)
+from .yamlnodes import TOP, Map, Reader, compose, describe, join, kind, line_of, suggest
+
+__all__ = ["load_scenario", "parse_scenario", "scenario_from_dict"]
+
+_TOP_KEYS = ("mbsim", "name", "description", "gravity", "time", "integrator", "output",
+             "bodies", "connectors", "loads")
+_BODY_KEYS = ("name", "fixed", "mass", "inertia", "position", "orientation", "velocity",
+              "angular_velocity")
+_ORIENTATIONS = ("quaternion", "axis_angle", "rotation_vector")
+_CONNECTOR_KEYS = {
+    "spring": ("name", "type", "bodies", "points", "stiffness", "rest_length"),
+    "damper": ("name", "type", "bodies", "points", "damping"),
+    "torsional_damper": ("name", "type", "bodies", "damping", "projection", "joint", "axis"),
+}
+_CONNECTOR_ALIASES = {"dashpot": "damper"}
+_TIME_FUNCTIONS = ("constant", "ramp", "sine", "table")
+_SYMMETRY_RTOL = 1e-9
+_EIGEN_RTOL = 1e-12
+_UNIT_TOL = 1e-6
+_MULTIPLE_RTOL = 1e-9
+
+
+# --------------------------------------------------------------------------
+# public API
+# --------------------------------------------------------------------------
+def load_scenario(path) -> Scenario:
+    """Read, validate and return the scenario in the file at ``path``.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A UTF-8 YAML file (SCENARIO.md).
+
+    Raises
+    ------
+    ScenarioError
+        Listing every problem: an unreadable or non-UTF-8 file, invalid
+        YAML, or anything that breaks SCENARIO.md.
+    """
+    source = os.fspath(path)
+    try:
+        with open(source, "rb") as f:
+            raw = f.read()
+    except OSError as e:
+        raise ScenarioError([Problem("<file>", None, f"cannot read: {e.strerror or e}")], source) from None
+    return parse_scenario(_decode(raw, source), source)
+
+
+def parse_scenario(text: str, source: Optional[str] = None) -> Scenario:
+    """Validate scenario ``text`` (already read) and return the Scenario.
+
+    Parameters
+    ----------
+    text : str
+        The YAML text; kept exactly in ``Scenario.text``.  UTF-8 bytes are
+        accepted too.
+    source : str, optional
+        Path the text came from: used in messages and for the default name.
+    """
+    if isinstance(text, (bytes, bytearray)):
+        text = _decode(bytes(text), source)
+    default = os.path.splitext(os.path.basename(source))[0] if source else ""
+    return _parse(text, source, default or "scenario")
+
+
+def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
+    """Validate a scenario given as a Python mapping (the YAML file's contents).
+
+    The mapping is dumped to YAML and parsed, so exactly the file rules apply
+    and line numbers in problems refer to ``Scenario.text``.  Tuples, numpy
+    arrays and numpy scalars are turned into lists and numbers first.
+
+    Parameters
+    ----------
+    data : dict
+        Keys and values as in a scenario file.
+    name : str, optional
+        Scenario name when ``data`` has no ``name`` (default ``scenario``).
+    """
+    try:
+        text = yaml.safe_dump(_plain(data), sort_keys=False, allow_unicode=True)
+    except (yaml.YAMLError, RecursionError) as e:
+        raise ScenarioError([Problem("<data>", None, f"cannot be written as YAML: {e}")]) from None
+    return _parse(text, None, name or "scenario")
+
+
+def _decode(raw: bytes, source: Optional[str]) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as e:
+        line = raw.count(b"\n", 0, e.start) + 1
+        message = f"is not UTF-8 text (byte 0x{raw[e.start]:02x} at line {line})"
+        raise ScenarioError([Problem("<file>", line, message)], source) from None
+
+
+def _plain(value):
+    """Python-API values → what yaml.safe_dump can write."""
+    if isinstance(value, dict):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if isinstance(value, np.ndarray):
+        return value.tolist()
+    if isinstance(value, np.generic):
+        return value.item()
+    return value
+
+
+# --------------------------------------------------------------------------
+# the top level
+# --------------------------------------------------------------------------
+def _parse(text: str, source: Optional[str], default_name: str) -> Scenario:
+    root, problems = compose(text)
+    if root is None:
+        raise ScenarioError(problems, source)
+    r = Reader()
+    scenario = _scenario(r, root, default_name, text, source)
+    if r.problems:
+        # Stable sort: file order, problems without a line first.
+        raise ScenarioError(sorted(r.problems, key=lambda p: p.line or 0), source)
+    return scenario
+
+
+def _optional(r: Reader, m: Map, key: str, read, default):
+    """``read(node, path)`` for a given key, else ``default``."""
+    node = m.get(key)
+    return default if node is None else read(node, m.sub(key))
+
+
+def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional[Scenario]:
+    if kind(root) != "mapping":
+        r.report(TOP, root, f"a scenario must be a mapping of keys (starting with 'mbsim: 1'), "
+                            f"got {describe(root)}")
+        return None
+    m = r.mapping(root, "", _TOP_KEYS)
+    version = r.require(m, "mbsim")
+    if version is not None and not (kind(version) == "number" and version.value.lstrip("+") == "1"):
+        r.report("mbsim", version, f"must be 1 (the format version this program reads), "
+                                   f"got {describe(version)}")
+    name = _optional(r, m, "name", lambda n, p: r.string(n, p, nonempty=True), default_name)
+    description = _optional(r, m, "description", r.string, "")
+    gravity = _optional(r, m, "gravity", r.vector, np.zeros(3))
+    time = _time(r, m)
+    integrator = _section(r, m, "integrator", _integrator)
+    output = _section(r, m, "output", lambda r, node, path: _output(r, node, path, time))
+    bodies = _bodies(r, m)
+    known = {WORLD: (True, None)}
+    known.update((b.name, (b.fixed, b.line)) for b in bodies if b is not None and b.name is not None)
+    connectors = _items(r, m, "connectors", lambda node, path, i: _connector(r, node, path, i, known))
+    _unique_connector_names(r, connectors)
+    loads = _items(r, m, "loads", lambda node, path, i: _load(r, node, path, known))
+    if r.problems:
+        return None
+    return Scenario(
+        name=name, description=description, gravity=frozen_array(gravity), time=time,
+        integrator=integrator or IntegratorSpec(),
+        output=output or OutputSpec(interval=time.step),
+        bodies=tuple(b.spec for b in bodies), connectors=tuple(c.spec for c in connectors),
+        loads=tuple(loads), text=text, source=source,
+    )
+
+
+def _section(r: Reader, m: Map, key: str, read):
+    """An optional mapping section; absent or null → None (the defaults)."""
+    node = m.get(key)
+    if node is None or kind(node) == "null":
+        return None
+    return read(r, node, m.sub(key))
+
+
+def _items(r: Reader, m: Map, key: str, read) -> list:
+    """An optional list section (absent, null or []), each item read by ``read``."""
+    node = m.get(key)
+    if node is None or kind(node) == "null":
+        return []
+    nodes = r.sequence(node, key)
+    if nodes is None:
+        return []
+    return [read(item, f"{key}[{i}]", i) for i, item in enumerate(nodes)]
+
+
+def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
+    node = r.require(top, "time")
+    m = None if node is None else r.mapping(node, "time", ("end", "step"))
+    if m is None:
+        return None
+    end_node, step_node = r.require(m, "end"), r.require(m, "step")
+    end = None if end_node is None else r.number(end_node, "time.end", ">0")
+    step = None if step_node is None else r.number(step_node, "time.step", ">0")
+    if end is None or step is None:
+        return None
+    if step > end:
+        r.report("time.step", step_node, f"time.step must not exceed time.end ({end_node.value}), "
+                                         f"got {step_node.value}")
+        return None
+    return TimeSpec(end=end, step=step)
+
+
+def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
+    m = r.mapping(node, path, ("rho_inf", "tangent", "newton"))
+    if m is None:
+        return None
+    rho = _optional(r, m, "rho_inf", r.number, 0.9)
+    if rho is not None and not 0.0 <= rho <= 1.0:
+        r.report(m.sub("rho_inf"), m.get("rho_inf"), f"must be in [0, 1], got {m.get('rho_inf').value}")
+    tangent = _optional(r, m, "tangent", lambda n, p: r.choice(n, p, TANGENTS, "tangent"), "consistent")
+    newton = {}
+    newton_node = m.get("newton")
+    if newton_node is not None and kind(newton_node) != "null":
+        nm = r.mapping(newton_node, m.sub("newton"), ("max_iterations", "rtol", "atol"))
+        if nm is not None:
+            iterations = _optional(r, nm, "max_iterations", r.integer, 25)
+            if iterations is not None and iterations < 1:
+                r.report(nm.sub("max_iterations"), nm.get("max_iterations"),
+                         f"must be a positive integer, got {nm.get('max_iterations').value}")
+            newton = dict(
+                max_iterations=iterations,
+                rtol=_optional(r, nm, "rtol", lambda n, p: r.number(n, p, ">0"), 1e-8),
+                atol=_optional(r, nm, "atol", lambda n, p: r.number(n, p, ">0"), 1e-10),
+            )
+    return IntegratorSpec(rho_inf=rho, tangent=tangent, **newton)
+
+
+def _output(r: Reader, node, path: str, time: Optional[TimeSpec]) -> Optional[OutputSpec]:
+    m = r.mapping(node, path, ("interval", "file"))
+    if m is None:
+        return None
+    file = _optional(r, m, "file", lambda n, p: r.string(n, p, nonempty=True), None)
+    interval_node = m.get("interval")
+    if interval_node is None:
+        return None if time is None else OutputSpec(interval=time.step, file=file)
+    interval = r.number(interval_node, m.sub("interval"), ">0")
+    if interval is None or time is None:
+        return None
+    ratio = interval / time.step
+    if not math.isfinite(ratio):
+        r.report(m.sub("interval"), interval_node, f"is too many time steps ({ratio}) of {time.step:g}")
+        return None
+    if round(ratio) < 1 or abs(ratio - round(ratio)) > _MULTIPLE_RTOL * ratio:
+        r.report(m.sub("interval"), interval_node,
+                 f"must be a whole multiple of time.step ({time.step:g}), got {interval_node.value} "
+                 f"({ratio:.6g} steps)")
+        return None
+    return OutputSpec(interval=interval, file=file)
+
+
+# --------------------------------------------------------------------------
+# bodies
+# --------------------------------------------------------------------------
+class _Body:
+    """What connectors and loads need to know about a body, even a broken one."""
+
+    def __init__(self, name, fixed, line, name_node=None, spec=None):
+        self.name, self.fixed, self.line, self.name_node, self.spec = name, fixed, line, name_node, spec
+
+
+def _bodies(r: Reader, top: Map) -> list[_Body]:
+    node = r.require(top, "bodies")
+    nodes = None if node is None else r.sequence(node, "bodies", "a list of bodies")
+    if nodes is None:
+        return []
+    if not nodes:
+        r.report("bodies", node, "must list at least one body")
+        return []
+    bodies = [_body(r, item, f"bodies[{i}]") for i, item in enumerate(nodes)]
+    seen: dict[str, int] = {}
+    for i, b in enumerate(bodies):
+        if b.name is None:
+            continue
+        path = f"bodies[{i}].name"
+        if b.name == WORLD:
+            r.report(path, b.name_node, f"{WORLD!r} is reserved for the implicit fixed body at the origin")
+            b.name = None
+        elif b.name in seen:
+            r.report(path, b.name_node, f"duplicate body name {b.name!r} (first at line {seen[b.name]})")
+            b.name = None
+        else:
+            seen[b.name] = line_of(b.name_node)
+    if all(b.fixed is True for b in bodies):
+        r.report("bodies", node, "at least one body must not be fixed")
+    return bodies
+
+
+def _body(r: Reader, node, path: str) -> _Body:
+    m = r.mapping(node, path, _BODY_KEYS)
+    if m is None:
+        return _Body(None, None, line_of(node))
+    before = len(r.problems)
+    name_node = r.require(m, "name")
+    name = None if name_node is None else r.string(name_node, m.sub("name"), nonempty=True)
+    fixed = _optional(r, m, "fixed", r.boolean, False)
+    why = " (a body that is not fixed needs it)"
+    mass, inertia = 0.0, np.zeros((3, 3))
+    if m.has("mass"):
+        mass = r.number(m.get("mass"), m.sub("mass"), ">0")
+    elif fixed is False:
+        r.require(m, "mass", why)
+    if m.has("inertia"):
+        inertia = _inertia(r, m.get("inertia"), m.sub("inertia"))
+    elif fixed is False:
+        r.require(m, "inertia", why)
+    position = _optional(r, m, "position", r.vector, np.zeros(3))
+    orientation = _optional(r, m, "orientation", lambda n, p: _orientation(r, n, p),
+                            np.array([1.0, 0.0, 0.0, 0.0]))
+    velocity = _optional(r, m, "velocity", r.vector, np.zeros(3))
+    omega = _optional(r, m, "angular_velocity", r.vector, np.zeros(3))
+    if fixed:
+        for key, value in (("velocity", velocity), ("angular_velocity", omega)):
+            if value is not None and np.any(value != 0.0):
+                r.report(m.sub(key), m.get(key), f"a fixed body never moves; {key} must be zero or left out")
+    body = _Body(name, fixed, m.line, name_node)
+    if len(r.problems) == before:
+        body.spec = BodySpec(
+            name=name, fixed=fixed, mass=mass, inertia=frozen_array(inertia),
+            position=frozen_array(position), orientation=frozen_array(orientation),
+            velocity=frozen_array(velocity), angular_velocity=frozen_array(omega), line=m.line,
+        )
+    return body
+
+
+def _inertia(r: Reader, node, path: str) -> Optional[np.ndarray]:
+    """``[I1, I2, I3]`` (all > 0) or a symmetric positive-definite 3×3 matrix."""
+    form = "must be [I1, I2, I3] or a 3×3 matrix (3 rows of 3 numbers)"
+    rows = r.sequence(node, path, "[I1, I2, I3] or a 3×3 matrix")
+    if rows is None:
+        return None
+    kinds = {kind(row) for row in rows}
+    if len(rows) != 3:
+        r.report(path, node, f"{form}, got {len(rows)} entries")
+        return None
+    if kinds & {"list", "mapping", "tagged"} and kinds != {"list"}:
+        r.report(path, node, f"{form}, got a mix of numbers and lists")
+        return None
+    if kinds != {"list"}:
+        moments = r.numbers(node, path, 3, item=lambda n, p: r.number(n, p, ">0"))
+        return None if moments is None else np.diag(moments)
+    a = r.matrix(node, path)
+    if a is None:
+        return None
+    scale = float(np.max(np.abs(a))) or 1.0
+    a = a / scale  # eigenvalues of huge or tiny entries without overflow
+    asym = np.abs(a - a.T)
+    if np.max(asym) > _SYMMETRY_RTOL:
+        i, j = np.unravel_index(np.argmax(asym), a.shape)
+        r.report(path, node, f"must be symmetric; [{i}][{j}] = {a[i, j] * scale:g} "
+                             f"but [{j}][{i}] = {a[j, i] * scale:g}")
+        return None
+    a = 0.5 * (a + a.T)  # within round-off of the written matrix; exact symmetry downstream
+    eig = np.linalg.eigvalsh(a)
+    if not eig[0] > _EIGEN_RTOL * np.max(np.abs(eig)):
+        shown = ", ".join(f"{e * scale:.6g}" for e in eig)
+        r.report(path, node, f"must be positive definite; eigenvalues are {shown}")
+        return None
+    return a * scale
+
+
+def _norm(v: np.ndarray) -> float:
+    """Euclidean norm that neither overflows nor underflows for finite input."""
+    scale = float(np.max(np.abs(v)))
+    return 0.0 if scale == 0.0 else scale * float(np.sqrt(np.sum((v / scale) ** 2)))
+
+
+def _unit(r: Reader, node, path: str) -> Optional[np.ndarray]:
+    """A non-zero 3-vector, normalised."""
+    v = r.vector(node, path)
+    if v is None:
+        return None
+    n = _norm(v)
+    if n == 0.0:
+        r.report(path, node, "must not be the zero vector")
+        return None
+    return v / n
+
+
+def _orientation(r: Reader, node, path: str) -> Optional[np.ndarray]:
+    """One of the three forms → unit quaternion [w, x, y, z] (body-to-world)."""
+    m = r.mapping(node, path, _ORIENTATIONS)
+    if m is None:
+        return None
+    form = r.exactly_one(m, _ORIENTATIONS)
+    if form is None:
+        return None
+    sub, value = m.sub(form), m.get(form)
+    if form == "quaternion":
+        q = r.numbers(value, sub, 4)
+        if q is None:
+            return None
+        q = np.array(q)
+        n = _norm(q)
+        if n == 0.0:
+            r.report(sub, value, "must not be zero")
+            return None
+        if abs(n - 1.0) > _UNIT_TOL:
+            r.report(sub, value, f"must have norm 1 (within {_UNIT_TOL:g}), got norm {n:.9g}")
+            return None
+        return q / n
+    if form == "axis_angle":
+        am = r.mapping(value, sub, ("axis", "angle"))
+        if am is None:
+            return None
+        axis_node, angle_node = r.require(am, "axis"), r.require(am, "angle")
+        axis = None if axis_node is None else _unit(r, axis_node, am.sub("axis"))
+        angle = None if angle_node is None else r.number(angle_node, am.sub("angle"))
+        if axis is None or angle is None:
+            return None
+        return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
+    v = r.vector(value, sub)
+    if v is None:
+        return None
+    theta = _norm(v)
+    if not math.isfinite(theta):
+        r.report(sub, value, "is too long for a finite angle")
+        return None
+    # sin(θ/2)/θ written with sinc so that θ → 0 needs no special case
+    return np.concatenate([[math.cos(theta / 2)], 0.5 * np.sinc(theta / (2 * math.pi)) * v])
+
+
+# --------------------------------------------------------------------------
+# connectors
+# --------------------------------------------------------------------------
+class _Connector:
+    """A connector's name (for the uniqueness check) and its spec when it is clean."""
+
+    def __init__(self, name, name_node, node, spec=None):
+        self.name, self.name_node, self.node, self.spec = name, name_node, node, spec
+
+
+_ALL_CONNECTOR_KEYS = sorted({k for keys in _CONNECTOR_KEYS.values() for k in keys})
+# Keys of other connector types get a message that says so, per type.
+_FOREIGN_KEYS = {
+    ctype: {k: f"{k!r} is not a key of a {ctype} (it belongs to: "
+               f"{', '.join(t for t, keys in _CONNECTOR_KEYS.items() if k in keys)})"
+            for k in _ALL_CONNECTOR_KEYS if k not in own}
+    for ctype, own in _CONNECTOR_KEYS.items()
+}
+
+
+def _connector(r: Reader, node, path: str, index: int, known: dict) -> _Connector:
+    if kind(node) != "mapping":
+        r.report(path, node, f"must be a mapping, got {describe(node)}")
+        return _Connector(None, None, node)
+    ctype = _connector_type(r, node, path)
+    if ctype is None:  # keys cannot be judged by type: only refuse keys no type has
+        m = r.mapping(node, path, _ALL_CONNECTOR_KEYS)
+    else:
+        m = r.mapping(node, path, _CONNECTOR_KEYS[ctype], _FOREIGN_KEYS[ctype])
+    before = len(r.problems)
+    name_node = m.get("name")
+    if name_node is not None:
+        name = r.string(name_node, m.sub("name"), nonempty=True)
+    else:
+        name = None if ctype is None else f"{ctype}-{index}"
+    result = _Connector(name, name_node, node)
+    pair = _connector_bodies(r, m, known)
+    if ctype is None:
+        return result
+    fields = _torsion(r, m) if ctype == "torsional_damper" else _points(r, m)
+    if ctype == "spring":
+        fields["stiffness"] = _required_number(r, m, "stiffness", ">=0")
+        points = fields["points"]
+        # halves first, so far-apart points give inf (refused) instead of overflowing
+        default = None if points is None else 2.0 * _norm(0.5 * points[1] - 0.5 * points[0])
+        if default is not None and not math.isfinite(default):
+            r.report(m.sub("points"), m.get("points"), "the points are too far apart for a finite length")
+        fields["rest_length"] = _optional(r, m, "rest_length", lambda n, p: r.number(n, p, ">=0"), default)
+    else:
+        fields["damping"] = _required_number(r, m, "damping", ">=0")
+    if len(r.problems) > before or pair is None:
+        return result
+    fields = {k: frozen_array(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
+    result.spec = ConnectorSpec(name=name, type=ctype, body_a=pair[0], body_b=pair[1], line=m.line, **fields)
+    return result
+
+
+def _connector_type(r: Reader, node, path: str) -> Optional[str]:
+    """The stored type (alias resolved); read first because it decides the allowed keys."""
+    type_node = next((v for k, v in node.value if getattr(k, "value", None) == "type"), None)
+    if type_node is None:
+        r.report(path, node, "missing required key 'type'")
+        return None
+    written = r.string(type_node, join(path, "type"))
+    if written is None:
+        return None
+    ctype = _CONNECTOR_ALIASES.get(written, written)
+    if ctype not in _CONNECTOR_KEYS:
+        options = list(_CONNECTOR_KEYS) + list(_CONNECTOR_ALIASES)
+        r.report(join(path, "type"), type_node, f"unknown connector type {written!r}"
+                 f"{suggest(written, options)}; expected one of {', '.join(options)}")
+        return None
+    return ctype
+
+
+def _points(r: Reader, m: Map) -> dict:
+    """``points: [[xA, yA, zA], [xB, yB, zB]]`` of a spring or damper."""
+    node = r.require(m, "points")
+    points = None if node is None else r.numbers(node, m.sub("points"), 2, item=r.vector, what="points")
+    return dict(points=None if points is None else np.array(points))
+
+
+def _required_number(r: Reader, m: Map, key: str, check: str) -> Optional[float]:
+    node = r.require(m, key)
+    return None if node is None else r.number(node, m.sub(key), check)
+
+
+def _connector_bodies(r: Reader, m: Map, known: dict) -> Optional[tuple[str, str]]:
+    """``bodies: [A, B]``: two different declared bodies (or world), not both fixed."""
+    node = r.require(m, "bodies")
+    path = m.sub("bodies")
+    names = None if node is None else r.numbers(node, path, 2, item=r.string, what="body names")
+    if names is None:
+        return None
+    ok = True
+    for i, name in enumerate(names):
+        if name not in known:
+            r.report(f"{path}[{i}]", node.value[i],
+                     f"unknown body {name!r}{suggest(name, known)}; declare it under bodies or use {WORLD!r}")
+            ok = False
+    if not ok:
+        return None
+    a, b = names
+    if a == b:
+        r.report(path, node, f"a connector cannot join a body to itself ({a!r})")
+        return None
+    if known[a][0] is True and known[b][0] is True:
+        r.report(path, node, f"joins two fixed bodies ({a!r} and {b!r}); at least one must move")
+        return None
+    return a, b
+
+
+def _torsion(r: Reader, m: Map) -> dict:
+    """``projection`` or ``joint`` (exactly one) and the ``axis`` P2/P3 need."""
+    projection = joint = None
+    given = r.exactly_one(m, ("projection", "joint"))
+    if given == "projection":
+        projection = r.choice(m.get("projection"), m.sub("projection"), PROJECTIONS, "projection")
+    elif given == "joint":
+        joint = r.choice(m.get("joint"), m.sub("joint"), JOINT_PROJECTION, "joint")
+        projection = None if joint is None else JOINT_PROJECTION[joint]
+    axis = None
+    if projection in ("P2", "P3"):
+        node = r.require(m, "axis", f" (projection {projection} needs the joint axis)")
+        axis = None if node is None else _unit(r, node, m.sub("axis"))
+    elif m.has("axis"):
+        r.vector(m.get("axis"), m.sub("axis"))  # checked, then ignored: P1 and none use no axis
+    return dict(projection=projection, joint=joint, axis=axis)
+
+
+def _unique_connector_names(r: Reader, connectors: list[_Connector]) -> None:
+    seen: dict[str, int] = {}
+    for i, c in enumerate(connectors):
+        if c.name is None:
+            continue
+        explicit = c.name_node is not None
+        where = c.name_node if explicit else c.node
+        if c.name in seen:
+            what = "connector name" if explicit else "default connector name"
+            r.report(f"connectors[{i}]" + (".name" if explicit else ""), where,
+                     f"duplicate {what} {c.name!r} (first at line {seen[c.name]})")
+        else:
+            seen[c.name] = line_of(where)
+
+
+# --------------------------------------------------------------------------
+# loads and time functions
+# --------------------------------------------------------------------------
+def _load(r: Reader, node, path: str, known: dict) -> Optional[LoadSpec]:
+    m = r.mapping(node, path, ("type", "body", "vector", "scale"))
+    if m is None:
+        return None
+    before = len(r.problems)
+    type_node, body_node, vector_node = (r.require(m, k) for k in ("type", "body", "vector"))
+    ltype = None if type_node is None else r.choice(type_node, m.sub("type"), ("force", "torque"), "load type")
+    body = None if body_node is None else r.string(body_node, m.sub("body"))
+    if body is not None:
+        if body not in known:
+            r.report(m.sub("body"), body_node, f"unknown body {body!r}{suggest(body, known)}")
+        elif known[body][0] is True:
+            r.report(m.sub("body"), body_node, f"a load needs a moving body; {body!r} is fixed")
+    vector = None if vector_node is None else r.vector(vector_node, m.sub("vector"))
+    scale = _optional(r, m, "scale", lambda n, p: _time_function(r, n, p), Constant())
+    if len(r.problems) > before:
+        return None
+    return LoadSpec(type=ltype, body=body, vector=frozen_array(vector), scale=scale, line=m.line)
+
+
+def _time_function(r: Reader, node, path: str):
+    """``{constant: c}``, ``{ramp: ...}``, ``{sine: ...}`` or ``{table: ...}``."""
+    m = r.mapping(node, path, _TIME_FUNCTIONS)
+    form = None if m is None else r.exactly_one(m, _TIME_FUNCTIONS)
+    if form is None:
+        return None
+    sub, value = m.sub(form), m.get(form)
+    if form == "constant":
+        c = r.number(value, sub)
+        return None if c is None else Constant(c)
+    if form == "table":
+        return _table(r, value, sub)
+    keys = ("t0", "t1", "from", "to") if form == "ramp" else ("amplitude", "frequency", "phase", "offset")
+    fm = r.mapping(value, sub, keys)
+    if fm is None:
+        return None
+    before = len(r.problems)
+    a, b = (_required_number(r, fm, k, None) for k in keys[:2])
+    c, d = (_optional(r, fm, k, r.number, default) for k, default in
+            zip(keys[2:], (0.0, 1.0) if form == "ramp" else (0.0, 0.0)))
+    if len(r.problems) > before:
+        return None
+    if form == "sine":
+        return Sine(amplitude=a, frequency=b, phase=c, offset=d)
+    if not b > a:
+        r.report(fm.sub("t1"), fm.get("t1"), f"must be greater than t0 ({fm.get('t0').value})")
+        return None
+    return Ramp(t0=a, t1=b, start=c, end=d)
+
+
+def _table(r: Reader, node, path: str) -> Optional[Table]:
+    rows = r.sequence(node, path, "a list of [t, s] rows")
+    if rows is None:
+        return None
+    if len(rows) < 2:
+        r.report(path, node, f"needs at least 2 rows [t, s], got {len(rows)}")
+        return None
+    values = r.numbers(node, path, len(rows), item=lambda n, p: r.numbers(n, p, 2), what="[t, s] rows")
+    if values is None:
+        return None
+    table = np.array(values)
+    for i in range(1, len(table)):
+        if not table[i, 0] > table[i - 1, 0]:
+            r.report(f"{path}[{i}]", rows[i], f"times must be strictly increasing; "
+                                              f"t = {table[i, 0]:g} follows t = {table[i - 1, 0]:g}")
+            return None
+    return Table(times=frozen_array(table[:, 0]), values=frozen_array(table[:, 1]))

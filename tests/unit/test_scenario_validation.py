@@ -1,0 +1,747 @@
+"""Scenario loading and validation (SCENARIO.md): one test per rule.
+
+Each refusal is checked for its key path, its line and a distinctive part of
+its message.  Documents are built line by line with ``doc`` so that the
+expected line numbers can be read off the test.
+"""
+import math
+
+import numpy as np
+import pytest
+import yaml  # only to build variants of the example in the junk test
+
+from mbsim.scenario import (
+    Constant, Problem, Ramp, ScenarioError, Sine, Table, load_scenario, parse_scenario,
+    scenario_from_dict,
+)
+
+# Lines 1-4 of most documents below: the smallest valid scenario.
+BASE = (
+    "mbsim: 1",
+    "time: {end: 1, step: 0.1}",
+    "bodies:",
+    "  - {name: bob, mass: 1, inertia: [1, 1, 1]}",
+)
+
+EXAMPLE = """\
+mbsim: 1                      # format version, required
+name: two-body-demo
+description: A body hanging from a fixed base by a spring and a dashpot.
+gravity: [0, 0, -9.81]
+time:
+  end: 2.0
+  step: 1.0e-3
+integrator:
+  rho_inf: 0.9
+  tangent: consistent
+  newton: {max_iterations: 25, rtol: 1.0e-8, atol: 1.0e-10}
+output:
+  interval: 1.0e-2
+bodies:
+  - name: base
+    fixed: true
+    position: [0, 0, 0]
+  - name: bob
+    mass: 1.0
+    inertia: [0.01, 0.02, 0.03]
+    position: [0, 0, -1]
+    orientation: {axis_angle: {axis: [0, 0, 1], angle: 0.3}}
+    velocity: [0.5, 0, 0]
+    angular_velocity: [0, 0, 2.0]
+connectors:
+  - name: hanger
+    type: spring
+    bodies: [base, bob]
+    points: [[0, 0, 0], [0, 0, -0.9]]
+    stiffness: 200.0
+    rest_length: 0.8
+  - name: shock
+    type: damper
+    bodies: [base, bob]
+    points: [[0, 0, 0], [0, 0, -0.9]]
+    damping: 1.5
+  - name: swivel
+    type: torsional_damper
+    bodies: [base, bob]
+    damping: 0.05
+    joint: revolute          # same as projection: P2
+    axis: [0, 0, 1]
+loads:
+  - type: force
+    body: bob
+    vector: [1, 0, 0]
+    scale: {sine: {amplitude: 1.0, frequency: 0.5}}
+"""
+
+
+def doc(*lines):
+    """Join lines into a document; line i of the file is ``lines[i - 1]``."""
+    return "\n".join(lines) + "\n"
+
+
+def refused(text, source=None):
+    with pytest.raises(ScenarioError) as info:
+        parse_scenario(text, source)
+    return info.value
+
+
+def expect(text, path, line, fragment, source=None):
+    """Assert the refusal of ``text`` lists a problem at ``path``/``line`` containing ``fragment``."""
+    err = refused(text, source)
+    found = [p for p in err.problems if p.path == path and fragment in p.message]
+    assert found, f"no problem {path!r} ~ {fragment!r} in\n{err}"
+    assert found[0].line == line, str(found[0])
+    return found[0]
+
+
+def quat_axis_angle(axis, angle):
+    axis = np.asarray(axis, float) / np.linalg.norm(axis)
+    return np.concatenate([[math.cos(angle / 2)], math.sin(angle / 2) * axis])
+
+
+# --------------------------------------------------------------------------
+# the file and its YAML
+# --------------------------------------------------------------------------
+def test_missing_file(tmp_path):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(tmp_path / "nope.yaml")
+    [p] = info.value.problems
+    assert (p.path, p.line) == ("<file>", None) and "cannot read" in p.message
+
+
+def test_directory_is_refused(tmp_path):
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(tmp_path)
+    assert info.value.problems[0].path == "<file>"
+
+
+def test_non_utf8_file(tmp_path):
+    f = tmp_path / "latin1.yaml"
+    f.write_bytes(b"mbsim: 1\nname: caf\xe9\n")
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(f)
+    [p] = info.value.problems
+    assert (p.path, p.line) == ("<file>", 2) and "not UTF-8" in p.message
+    assert info.value.source == str(f)
+
+
+def test_yaml_syntax_error_has_line():
+    expect(doc("mbsim: 1", "time:", "  end: [1, 2", "bodies: []"), "<yaml>", 4, "invalid YAML")
+
+
+def test_empty_file():
+    expect("# nothing here\n", "<top>", None, "empty")
+
+
+def test_top_level_must_be_mapping():
+    expect(doc("- mbsim: 1"), "<top>", 1, "must be a mapping")
+
+
+def test_multiple_documents():
+    expect(doc(*BASE, "---", "mbsim: 1"), "<yaml>", 5, "single YAML document")
+
+
+def test_duplicate_key_reported_at_second():
+    expect(doc(*BASE[:3], "  - name: bob", "    mass: 1", "    inertia: [1, 1, 1]", "    mass: 2"),
+           "bodies[0]", 7, "duplicate key 'mass' (first at line 5)")
+
+
+def test_unknown_key_with_hint():
+    expect(doc(*BASE, "gravty: [0, 0, -9.81]"), "<top>", 5, "unknown key 'gravty' (did you mean 'gravity'?)")
+
+
+def test_merge_key_refused():
+    expect(doc(*BASE, "integrator:", "  <<: {rho_inf: 0.5}"), "integrator", 6, "merge keys")
+
+
+def test_aliases_reuse_values():
+    s = parse_scenario(doc("mbsim: 1", "time: {end: 1, step: 0.1}", "bodies:",
+                           "  - {name: a, mass: 1, inertia: &I [1, 2, 3]}",
+                           "  - {name: b, mass: 1, inertia: *I}"))
+    assert np.array_equal(s.bodies[1].inertia, np.diag([1.0, 2.0, 3.0]))
+
+
+def test_yaml_tags_refused():
+    expect(doc(*BASE, "gravity: !!python/tuple [0, 0, 1]"), "gravity", 5, "YAML tags are not supported")
+
+
+# --------------------------------------------------------------------------
+# scalars
+# --------------------------------------------------------------------------
+@pytest.mark.parametrize("text, value", [
+    ("1e-3", 1e-3), (".5", 0.5), ("1.0E+3", 1000.0), ("-2", -2.0), ("+3", 3.0), ("5.", 5.0), ("7", 7.0)])
+def test_usual_float_forms_are_numbers(text, value):
+    s = parse_scenario(doc(*BASE, f"gravity: [{text}, 0, 0]"))
+    assert s.gravity[0] == value
+
+
+@pytest.mark.parametrize("word", ["yes", "no", "on", "off", "true", "false"])
+def test_booleans_are_not_numbers(word):
+    expect(doc(*BASE, f"gravity: [0, {word}, 0]"), "gravity[1]", 5, f"must be a number, got boolean '{word}'")
+
+
+@pytest.mark.parametrize("word", [".inf", "-.inf", ".nan", "inf", "nan", "1e999", "9" * 400])
+def test_non_finite_numbers(word):
+    expect(doc(*BASE, f"gravity: [0, 0, {word}]"), "gravity[2]", 5, "must be finite")
+
+
+def test_quoted_number_is_not_a_number():
+    expect(doc(*BASE, "gravity: [0, '1.5', 0]"), "gravity[1]", 5, "remove the quotes")
+
+
+@pytest.mark.parametrize("junk, said", [("{a: 1}", "got a mapping"), ("[1, 2]", "got a list"),
+                                        ("~", "got null"), ("abc", "got text 'abc'")])
+def test_junk_where_a_number_belongs(junk, said):
+    expect(doc(*BASE, f"gravity: [0, 0, {junk}]"), "gravity[2]", 5, f"must be a number, {said}")
+
+
+def test_vector_needs_three_numbers():
+    expect(doc(*BASE, "gravity: [0, -9.81]"), "gravity", 5, "must have 3 entries, got 2")
+
+
+# --------------------------------------------------------------------------
+# top level
+# --------------------------------------------------------------------------
+def test_format_version_required():
+    expect(doc(*BASE[1:]), "<top>", 1, "missing required key 'mbsim'")
+
+
+@pytest.mark.parametrize("version", ["2", "1.0", "'1'", "yes"])
+def test_format_version_must_be_1(version):
+    expect(doc(f"mbsim: {version}", *BASE[1:]), "mbsim", 1, "must be 1")
+
+
+def test_name_must_be_a_string():
+    expect(doc(*BASE, "name: 12"), "name", 5, "must be a string, got number 12")
+
+
+def test_name_defaults():
+    assert parse_scenario(doc(*BASE), "runs/pendulum.v2.yaml").name == "pendulum.v2"
+    assert parse_scenario(doc(*BASE)).name == "scenario"
+    assert parse_scenario(doc(*BASE, "name: '12'")).name == "12"
+    assert parse_scenario(doc(*BASE, "name: Pendel – Schwingung ∂")).name == "Pendel – Schwingung ∂"
+
+
+def test_description_must_be_text():
+    expect(doc(*BASE, "description: [a, b]"), "description", 5, "must be a string")
+    assert parse_scenario(doc(*BASE)).description == ""
+
+
+def test_time_required():
+    expect(doc("mbsim: 1", *BASE[2:]), "<top>", 1, "missing required key 'time'")
+
+
+def test_time_end_and_step_required():
+    expect(doc("mbsim: 1", "time:", "  end: 1", *BASE[2:]), "time", 2, "missing required key 'step'")
+
+
+@pytest.mark.parametrize("key, value", [("end", "0"), ("step", "-0.1")])
+def test_time_values_positive(key, value):
+    values = {"end": "1", "step": "0.1", key: value}
+    expect(doc("mbsim: 1", f"time: {{end: {values['end']}, step: {values['step']}}}", *BASE[2:]),
+           f"time.{key}", 2, "must be > 0")
+
+
+def test_step_must_not_exceed_end():
+    expect(doc("mbsim: 1", "time:", "  end: 1", "  step: 2", *BASE[2:]),
+           "time.step", 4, "time.step must not exceed time.end")
+
+
+# --------------------------------------------------------------------------
+# integrator and output
+# --------------------------------------------------------------------------
+def test_integrator_defaults_and_null():
+    for extra in ((), ("integrator:",), ("integrator:", "  newton:")):
+        s = parse_scenario(doc(*BASE, *extra))
+        i = s.integrator
+        assert (i.rho_inf, i.tangent, i.max_iterations, i.rtol, i.atol) == (0.9, "consistent", 25, 1e-8, 1e-10)
+        assert s.output.interval == 0.1 and s.output_file == "outputs/scenario.h5"
+
+
+@pytest.mark.parametrize("rho", ["-0.1", "1.5"])
+def test_rho_inf_in_unit_interval(rho):
+    expect(doc(*BASE, "integrator:", f"  rho_inf: {rho}"), "integrator.rho_inf", 6, "must be in [0, 1]")
+
+
+def test_tangent_choice_with_hint():
+    expect(doc(*BASE, "integrator: {tangent: sed}"), "integrator.tangent", 5, "did you mean 'seed'?")
+
+
+@pytest.mark.parametrize("value, said", [("2.5", "must be an integer"), ("25.0", "must be an integer"),
+                                         ("0", "must be a positive integer")])
+def test_max_iterations_positive_integer(value, said):
+    expect(doc(*BASE, "integrator:", "  newton:", f"    max_iterations: {value}"),
+           "integrator.newton.max_iterations", 7, said)
+
+
+@pytest.mark.parametrize("key", ["rtol", "atol"])
+def test_tolerances_positive(key):
+    expect(doc(*BASE, "integrator:", f"  newton: {{{key}: 0}}"), f"integrator.newton.{key}", 6, "must be > 0")
+
+
+def test_output_interval_whole_multiple_of_step():
+    expect(doc(*BASE, "output:", "  interval: 0.15"), "output.interval", 6, "whole multiple of time.step")
+    expect(doc(*BASE, "output:", "  interval: 0.05"), "output.interval", 6, "whole multiple of time.step")
+    # 0.3 / 0.1 = 2.9999999999999996: a whole multiple up to round-off
+    assert parse_scenario(doc(*BASE, "output: {interval: 0.3}")).output.interval == 0.3
+
+
+def test_output_interval_may_exceed_end():
+    assert parse_scenario(doc(*BASE, "output: {interval: 5}")).output.interval == 5.0
+
+
+def test_output_file():
+    expect(doc(*BASE, "output: {file: 12}"), "output.file", 5, "must be a string")
+    assert parse_scenario(doc(*BASE, "output: {file: out/x.h5}")).output_file == "out/x.h5"
+
+
+# --------------------------------------------------------------------------
+# bodies
+# --------------------------------------------------------------------------
+def test_bodies_required():
+    expect(doc(*BASE[:2]), "<top>", 1, "missing required key 'bodies'")
+
+
+def test_bodies_not_empty():
+    expect(doc(*BASE[:2], "bodies: []"), "bodies", 3, "at least one body")
+
+
+def test_bodies_must_be_a_list():
+    expect(doc(*BASE[:2], "bodies: {name: bob}"), "bodies", 3, "must be a list of bodies")
+
+
+def test_body_name_required():
+    expect(doc(*BASE, "  - {mass: 1, inertia: [1, 1, 1]}"), "bodies[1]", 5, "missing required key 'name'")
+
+
+def test_body_name_not_empty():
+    expect(doc(*BASE, "  - {name: '', mass: 1, inertia: [1, 1, 1]}"), "bodies[1].name", 5, "must not be empty")
+
+
+def test_world_is_reserved():
+    expect(doc(*BASE, "  - {name: world, fixed: true}"), "bodies[1].name", 5, "reserved")
+
+
+def test_duplicate_body_name():
+    expect(doc(*BASE, "  - {name: bob, fixed: true}"), "bodies[1].name", 5,
+           "duplicate body name 'bob' (first at line 4)")
+
+
+@pytest.mark.parametrize("word", ["yes", "no", "on", "off"])
+def test_fixed_only_true_or_false(word):
+    expect(doc(*BASE, f"  - {{name: base, fixed: {word}}}"), "bodies[1].fixed", 5, "write true or false")
+
+
+def test_fixed_accepts_any_letter_case():
+    s = parse_scenario(doc(*BASE, "  - {name: base, fixed: TRUE}",
+                           "  - {name: b2, fixed: False, mass: 1, inertia: [1, 1, 1]}"))
+    assert [b.fixed for b in s.bodies] == [False, True, False]
+
+
+@pytest.mark.parametrize("key", ["mass", "inertia"])
+def test_mass_and_inertia_required_unless_fixed(key):
+    other = "inertia: [1, 1, 1]" if key == "mass" else "mass: 1"
+    expect(doc(*BASE, f"  - {{name: b2, {other}}}"), "bodies[1]", 5, f"missing required key '{key}'")
+
+
+@pytest.mark.parametrize("mass", ["0", "-1"])
+def test_mass_positive(mass):
+    expect(doc(*BASE[:3], f"  - {{name: bob, mass: {mass}, inertia: [1, 1, 1]}}"),
+           "bodies[0].mass", 4, "must be > 0")
+
+
+def test_principal_moments_positive():
+    expect(doc(*BASE[:3], "  - {name: bob, mass: 1, inertia: [1, 0, 1]}"),
+           "bodies[0].inertia[1]", 4, "must be > 0")
+
+
+def test_inertia_matrix_symmetric():
+    expect(doc(*BASE[:3], "  - name: bob", "    mass: 1", "    inertia: [[1, 0.1, 0], [0.2, 1, 0], [0, 0, 1]]"),
+           "bodies[0].inertia", 6, "must be symmetric")
+
+
+def test_inertia_matrix_positive_definite():
+    p = expect(doc(*BASE[:3], "  - name: bob", "    mass: 1", "    inertia: [[1, 2, 0], [2, 1, 0], [0, 0, 1]]"),
+               "bodies[0].inertia", 6, "must be positive definite")
+    assert "-1, 1, 3" in p.message  # eigenvalues of [[1, 2], [2, 1]] are -1 and 3
+
+
+def test_inertia_matrix_accepted():
+    s = parse_scenario(doc(*BASE[:3], "  - {name: bob, mass: 1, inertia: [[2, 1, 0], [1, 2, 0], [0, 0, 1]]}"))
+    assert np.array_equal(s.bodies[0].inertia, [[2, 1, 0], [1, 2, 0], [0, 0, 1]])
+
+
+@pytest.mark.parametrize("inertia, said", [("[1, 1]", "got 2 entries"), ("[[1, 0, 0], 1, 1]", "mix"),
+                                           ("{I1: 1}", "got a mapping")])
+def test_inertia_form(inertia, said):
+    expect(doc(*BASE[:3], f"  - {{name: bob, mass: 1, inertia: {inertia}}}"), "bodies[0].inertia", 4, said)
+
+
+# lines 1-6 with bob written as a block mapping, so that keys can follow at line 7
+BLOCK = (*BASE[:3], "  - name: bob", "    mass: 1", "    inertia: [1, 1, 1]")
+
+
+def test_orientation_needs_exactly_one_form():
+    expect(doc(*BLOCK, "    orientation: {quaternion: [1, 0, 0, 0], rotation_vector: [0, 0, 0]}"),
+           "bodies[0].orientation", 7, "give exactly one of")
+    expect(doc(*BLOCK, "    orientation: {}"), "bodies[0].orientation", 7, "must give one of")
+
+
+def test_quaternion_norm():
+    expect(doc(*BLOCK, "    orientation: {quaternion: [1, 0, 0, 0.01]}"),
+           "bodies[0].orientation.quaternion", 7, "must have norm 1")
+    expect(doc(*BLOCK, "    orientation: {quaternion: [0, 0, 0, 0]}"),
+           "bodies[0].orientation.quaternion", 7, "must not be zero")
+    q = parse_scenario(doc(*BLOCK, "    orientation: {quaternion: [1.0000005, 0, 0, 0]}")).bodies[0].orientation
+    assert np.linalg.norm(q) == pytest.approx(1.0, abs=1e-15)
+
+
+def test_axis_angle_axis_non_zero():
+    expect(doc(*BLOCK, "    orientation: {axis_angle: {axis: [0, 0, 0], angle: 1}}"),
+           "bodies[0].orientation.axis_angle.axis", 7, "must not be the zero vector")
+
+
+def test_orientation_forms_agree():
+    n, angle = np.array([1.0, 2.0, 2.0]) / 3.0, 0.7
+    forms = [f"{{quaternion: {quat_axis_angle(n, angle).tolist()}}}",
+             "{axis_angle: {axis: [1, 2, 2], angle: 0.7}}",
+             f"{{rotation_vector: {(angle * n).tolist()}}}"]
+    qs = [parse_scenario(doc(*BLOCK, f"    orientation: {f}")).bodies[0].orientation for f in forms]
+    for q in qs:
+        np.testing.assert_allclose(q, quat_axis_angle(n, angle), atol=1e-12)
+    identity = parse_scenario(doc(*BLOCK, "    orientation: {rotation_vector: [0, 0, 0]}")).bodies[0].orientation
+    assert np.array_equal(identity, [1, 0, 0, 0])
+
+
+def test_fixed_body_never_moves():
+    expect(doc(*BASE, "  - name: base", "    fixed: true", "    angular_velocity: [0, 0, 1]"),
+           "bodies[1].angular_velocity", 7, "a fixed body never moves")
+    s = parse_scenario(doc(*BASE, "  - {name: base, fixed: true, velocity: [0, 0, 0], position: [1, 2, 3]}"))
+    assert np.array_equal(s.bodies[1].position, [1, 2, 3])
+
+
+def test_fixed_body_mass_and_inertia():
+    s = parse_scenario(doc(*BASE, "  - {name: base, fixed: true}",
+                           "  - {name: heavy, fixed: true, mass: 5, inertia: [1, 2, 3]}"))
+    assert s.bodies[1].mass == 0.0 and not s.bodies[1].inertia.any()
+    assert s.bodies[2].mass == 5.0 and np.array_equal(s.bodies[2].inertia, np.diag([1, 2, 3]))
+    expect(doc(*BASE, "  - {name: base, fixed: true, mass: -1}"), "bodies[1].mass", 5, "must be > 0")
+
+
+def test_at_least_one_moving_body():
+    expect(doc(*BASE[:3], "  - {name: base, fixed: true}"), "bodies", 3, "at least one body must not be fixed")
+
+
+# --------------------------------------------------------------------------
+# connectors (documents start at line 5 with "connectors:", the item at 6)
+# --------------------------------------------------------------------------
+def connectors(*lines):
+    return doc(*BASE, "connectors:", *lines)
+
+
+def test_connectors_optional():
+    for extra in ((), ("connectors:",), ("connectors: []",)):
+        assert parse_scenario(doc(*BASE, *extra)).connectors == ()
+
+
+def test_connector_type_required():
+    expect(connectors("  - {bodies: [world, bob], damping: 1}"), "connectors[0]", 6, "missing required key 'type'")
+
+
+def test_connector_type_unknown_with_hint():
+    expect(connectors("  - type: sprung"), "connectors[0].type", 6, "did you mean 'spring'?")
+
+
+def test_key_of_another_connector_type():
+    expect(connectors("  - type: damper", "    bodies: [world, bob]", "    points: [[0, 0, 0], [0, 0, 0]]",
+                      "    damping: 1", "    stiffness: 3"),
+           "connectors[0]", 10, "'stiffness' is not a key of a damper")
+
+
+def test_connector_unknown_key_with_hint():
+    expect(connectors("  - {type: damper, bodies: [world, bob], points: [[0, 0, 0], [0, 0, 0]], dampng: 1}"),
+           "connectors[0]", 6, "did you mean 'damping'?")
+
+
+def test_connector_unknown_body_with_hint():
+    expect(connectors("  - type: damper", "    bodies: [world, bobb]"),
+           "connectors[0].bodies[1]", 7, "unknown body 'bobb' (did you mean 'bob'?)")
+
+
+def test_connector_needs_two_bodies():
+    expect(connectors("  - {type: damper, bodies: [bob], points: [[0, 0, 0], [0, 0, 0]], damping: 1}"),
+           "connectors[0].bodies", 6, "must have 2 entries")
+
+
+def test_connector_cannot_join_body_to_itself():
+    expect(connectors("  - type: damper", "    bodies: [bob, bob]"),
+           "connectors[0].bodies", 7, "a connector cannot join a body to itself")
+
+
+def test_connector_joining_two_fixed_bodies():
+    text = doc(*BASE, "  - {name: base, fixed: true}", "connectors:", "  - type: damper",
+               "    bodies: [world, base]")
+    expect(text, "connectors[0].bodies", 8, "joins two fixed bodies")
+
+
+def test_connector_names_unique():
+    spring = "type: spring, bodies: [world, bob], points: [[0, 0, 0], [0, 0, 1]], stiffness: 1"
+    expect(connectors(f"  - {{name: a, {spring}}}", f"  - {{name: a, {spring}}}"),
+           "connectors[1].name", 7, "duplicate connector name 'a' (first at line 6)")
+    # the default name of item 0 is spring-0, which item 1 takes explicitly
+    expect(connectors(f"  - {{{spring}}}", f"  - {{name: spring-0, {spring}}}"),
+           "connectors[1].name", 7, "duplicate connector name 'spring-0'")
+    expect(connectors(f"  - {{name: spring-1, {spring}}}", f"  - {{{spring}}}"),
+           "connectors[1]", 7, "duplicate default connector name 'spring-1'")
+
+
+def test_spring_required_keys():
+    err = refused(connectors("  - {type: spring, bodies: [world, bob]}"))
+    messages = {p.message for p in err.problems if p.path == "connectors[0]" and p.line == 6}
+    assert {"missing required key 'points'", "missing required key 'stiffness'"} <= messages
+
+
+def test_spring_values_non_negative():
+    expect(connectors("  - type: spring", "    bodies: [world, bob]", "    points: [[0, 0, 0], [0, 0, 1]]",
+                      "    stiffness: -1", "    rest_length: -2"), "connectors[0].stiffness", 9, "must be >= 0")
+    expect(connectors("  - type: spring", "    bodies: [world, bob]", "    points: [[0, 0, 0], [0, 0, 1]]",
+                      "    stiffness: 1", "    rest_length: -2"), "connectors[0].rest_length", 10, "must be >= 0")
+
+
+def test_points_are_two_vectors():
+    expect(connectors("  - {type: spring, bodies: [world, bob], points: [[0, 0, 0], [0, 1]], stiffness: 1}"),
+           "connectors[0].points[1]", 6, "must have 3 entries")
+
+
+def test_damper_damping_required():
+    expect(connectors("  - {type: damper, bodies: [world, bob], points: [[0, 0, 0], [0, 0, 1]]}"),
+           "connectors[0]", 6, "missing required key 'damping'")
+
+
+TD = "  - {type: torsional_damper, bodies: [world, bob], damping: 1, "
+
+
+def test_torsional_damper_projection_or_joint():
+    expect(connectors("  - {type: torsional_damper, bodies: [world, bob], damping: 1}"),
+           "connectors[0]", 6, "must give one of projection, joint")
+    expect(connectors(TD + "projection: P1, joint: lock}"),
+           "connectors[0]", 6, "give exactly one of projection, joint")
+
+
+@pytest.mark.parametrize("how", ["projection: P3", "projection: P2", "joint: cylindrical"])
+def test_torsional_damper_axis_required(how):
+    expect(connectors("  - type: torsional_damper", "    bodies: [world, bob]", "    damping: 1", f"    {how}"),
+           "connectors[0]", 6, "missing required key 'axis'")
+
+
+def test_torsional_damper_axis_non_zero():
+    expect(connectors(TD + "projection: P3, axis: [0, 0, 0]}"),
+           "connectors[0].axis", 6, "must not be the zero vector")
+
+
+def test_torsional_damper_unknown_projection_and_joint():
+    expect(connectors(TD + "projection: p2, axis: [0, 0, 1]}"),
+           "connectors[0].projection", 6, "did you mean 'P2'?")
+    expect(connectors(TD + "joint: hinge}"),
+           "connectors[0].joint", 6, "unknown joint 'hinge'")
+
+
+def test_torsional_damper_resolution():
+    s = parse_scenario(connectors(
+        TD + "projection: P1, axis: [0, 0, 5]}",
+        TD + "joint: spherical}",
+        TD + "joint: planar, axis: [0, 3, 4]}",
+        TD + "projection: P3, axis: [2, 0, 0]}"))
+    c = s.connectors
+    assert [(x.projection, x.joint) for x in c] == [
+        ("P1", None), ("none", "spherical"), ("P2", "planar"), ("P3", None)]
+    assert c[0].axis is None and c[1].axis is None
+    np.testing.assert_allclose(c[2].axis, [0, 0.6, 0.8], rtol=1e-15)
+    assert np.array_equal(c[3].axis, [1, 0, 0])
+    assert [x.name for x in c] == [f"torsional_damper-{i}" for i in range(4)]
+
+
+# --------------------------------------------------------------------------
+# loads (documents: "loads:" at line 5, the item at 6)
+# --------------------------------------------------------------------------
+def loads(*lines):
+    return doc(*BASE, "loads:", *lines)
+
+
+def test_load_needs_a_moving_body():
+    expect(loads("  - {type: force, body: world, vector: [1, 0, 0]}"),
+           "loads[0].body", 6, "a load needs a moving body")
+    text = doc(*BASE, "  - {name: base, fixed: true}", "loads:",
+               "  - {type: torque, body: base, vector: [1, 0, 0]}")
+    expect(text, "loads[0].body", 7, "a load needs a moving body")
+
+
+def test_load_unknown_body():
+    expect(loads("  - {type: force, body: Bob, vector: [1, 0, 0]}"), "loads[0].body", 6, "did you mean 'bob'?")
+
+
+def test_load_type():
+    expect(loads("  - {type: forse, body: bob, vector: [1, 0, 0]}"), "loads[0].type", 6, "did you mean 'force'?")
+
+
+def test_load_vector_required():
+    expect(loads("  - {type: force, body: bob}"), "loads[0]", 6, "missing required key 'vector'")
+
+
+@pytest.mark.parametrize("scale, path, fragment", [
+    ("{}", "loads[0].scale", "must give one of constant, ramp, sine, table"),
+    ("{constant: 1, sine: {amplitude: 1, frequency: 1}}", "loads[0].scale", "give exactly one of"),
+    ("{constant: yes}", "loads[0].scale.constant", "must be a number"),
+    ("{ramp: {t0: 1, t1: 1}}", "loads[0].scale.ramp.t1", "must be greater than t0"),
+    ("{ramp: {t1: 1}}", "loads[0].scale.ramp", "missing required key 't0'"),
+    ("{sine: {frequency: 1}}", "loads[0].scale.sine", "missing required key 'amplitude'"),
+    ("{sine: {amplitude: 1, frequency: 1, phse: 0}}", "loads[0].scale.sine", "did you mean 'phase'?"),
+    ("{table: [[0, 1]]}", "loads[0].scale.table", "at least 2 rows"),
+    ("{table: [[0, 1], [1, 2, 3]]}", "loads[0].scale.table[1]", "must have 2 entries"),
+    ("{table: [[0, 1], [2, 2], [2, 3]]}", "loads[0].scale.table[2]", "strictly increasing"),
+    ("{cosine: {amplitude: 1}}", "loads[0].scale", "unknown key 'cosine'"),
+])
+def test_time_function_rules(scale, path, fragment):
+    text = loads("  - type: force", "    body: bob", "    vector: [1, 0, 0]", f"    scale: {scale}")
+    expect(text, path, 9, fragment)
+
+
+def test_time_functions_evaluate():
+    s = parse_scenario(loads(
+        "  - {type: force, body: bob, vector: [1, 0, 0]}",
+        "  - {type: force, body: bob, vector: [1, 0, 0], scale: {constant: 2.5}}",
+        "  - {type: force, body: bob, vector: [1, 0, 0], scale: {ramp: {t0: 1, t1: 3, from: 2, to: 6}}}",
+        "  - {type: force, body: bob, vector: [1, 0, 0], scale: {ramp: {t0: 0, t1: 2}}}",
+        "  - {type: force, body: bob, vector: [1, 0, 0], scale: {sine: {amplitude: 2, frequency: 0.25, "
+        "phase: 1.5707963267948966, offset: 1}}}",
+        "  - {type: torque, body: bob, vector: [0, 0, 1], scale: {table: [[0, 0], [1, 2], [3, 0]]}}"))
+    f = [load.scale for load in s.loads]
+    assert isinstance(f[0], Constant) and f[0](7.0) == 1.0
+    assert isinstance(f[1], Constant) and f[1](7.0) == 2.5
+    assert isinstance(f[2], Ramp)
+    np.testing.assert_allclose(f[2](np.array([0.0, 1.0, 2.0, 3.0, 5.0])), [2, 2, 4, 6, 6])
+    np.testing.assert_allclose(f[3](np.array([-1.0, 1.0, 9.0])), [0, 0.5, 1])  # from 0 to 1 by default
+    # 1 + 2 sin(2π·0.25·t + π/2) = 1 + 2 cos(π t / 2)
+    assert isinstance(f[4], Sine)
+    np.testing.assert_allclose(f[4](np.array([0.0, 1.0, 2.0])), [3, 1, -1], atol=1e-14)
+    assert isinstance(f[5], Table)
+    np.testing.assert_allclose(f[5](np.array([-1.0, 0.5, 2.0, 4.0])), [0, 1, 1, 0])
+    assert s.loads[5].type == "torque"
+
+
+# --------------------------------------------------------------------------
+# the whole thing
+# --------------------------------------------------------------------------
+def test_example_loads_with_the_right_values(tmp_path):
+    f = tmp_path / "demo.yaml"
+    f.write_text(EXAMPLE.replace("type: damper", "type: dashpot"), encoding="utf-8")
+    s = load_scenario(f)
+    assert s.name == "two-body-demo" and s.source == str(f) and s.version == 1
+    assert s.description.startswith("A body hanging")
+    assert np.array_equal(s.gravity, [0, 0, -9.81])
+    assert (s.time.end, s.time.step, s.output.interval) == (2.0, 1e-3, 1e-2)
+    assert s.output_file == "outputs/two-body-demo.h5"
+    base, bob = s.bodies
+    assert base.fixed and base.mass == 0.0 and not base.inertia.any() and base.line == 15
+    assert bob.mass == 1.0 and np.array_equal(bob.inertia, np.diag([0.01, 0.02, 0.03]))
+    np.testing.assert_allclose(bob.orientation, [math.cos(0.15), 0, 0, math.sin(0.15)], rtol=1e-15)
+    assert np.array_equal(bob.velocity, [0.5, 0, 0]) and np.array_equal(bob.angular_velocity, [0, 0, 2])
+    hanger, shock, swivel = s.connectors
+    assert (hanger.type, hanger.stiffness, hanger.rest_length) == ("spring", 200.0, 0.8)
+    assert shock.type == "damper" and shock.damping == 1.5  # written as the alias dashpot
+    assert (swivel.projection, swivel.joint) == ("P2", "revolute") and np.array_equal(swivel.axis, [0, 0, 1])
+    assert (hanger.body_a, hanger.body_b) == ("base", "bob")
+    [load] = s.loads
+    assert isinstance(load.scale, Sine) and (load.scale.amplitude, load.scale.frequency) == (1.0, 0.5)
+    assert not bob.position.flags.writeable and not hanger.points.flags.writeable
+
+
+def test_spring_rest_length_defaults_to_initial_distance():
+    s = parse_scenario(connectors("  - {type: spring, bodies: [world, bob], points: [[1, 0, 0], [4, 4, 0]], "
+                                  "stiffness: 1}"))
+    assert s.connectors[0].rest_length == 5.0 and s.connectors[0].name == "spring-0"
+
+
+def test_every_problem_reported_at_once():
+    text = doc("mbsim: 1",                                 # 1
+               "time: {end: 1, step: yes}",                # 2
+               "integrator: {rho_inf: 2}",                 # 3
+               "bodies:",                                  # 4
+               "  - {name: bob, mass: -1, inertia: [1, 1, 1]}",   # 5
+               "connectors:",                              # 6
+               "  - {type: spring, bodies: [bob, ghost]}",  # 7
+               "loads:",                                   # 8
+               "  - {type: force, body: world, vector: [1, 0, 0]}")  # 9
+    err = refused(text, "many.yaml")
+    got = [(p.path, p.line) for p in err.problems]
+    for where in [("time.step", 2), ("integrator.rho_inf", 3), ("bodies[0].mass", 5),
+                  ("connectors[0].bodies[1]", 7), ("connectors[0]", 7), ("loads[0].body", 9)]:
+        assert where in got
+    assert [line for _, line in got] == sorted(line for _, line in got)
+    lines = str(err).splitlines()
+    assert lines[0] == f"many.yaml: {len(err.problems)} problems"
+    assert all(line.startswith("  ") for line in lines[1:]) and len(lines) == len(err.problems) + 1
+
+
+def test_problem_and_error_text():
+    assert str(Problem("bodies[1].inertia", 14, "must be positive definite")) == \
+        "bodies[1].inertia (line 14): must be positive definite"
+    assert str(Problem("<file>", None, "cannot read")) == "<file>: cannot read"
+    assert str(ScenarioError([Problem("a", 1, "b")], "f.yaml")) == "f.yaml: 1 problem\n  a (line 1): b"
+
+
+def test_text_is_kept_exactly(tmp_path):
+    raw = ("# comment ✓\r\n" + EXAMPLE.replace("\n", "\r\n") + "\r\n\r\n").encode("utf-8")
+    f = tmp_path / "crlf.yaml"
+    f.write_bytes(raw)
+    assert load_scenario(f).text.encode("utf-8") == raw
+    assert parse_scenario(EXAMPLE).text == EXAMPLE
+
+
+def test_scenario_from_dict():
+    data = {
+        "mbsim": 1,
+        "time": {"end": 1.0, "step": np.float64(1e-3)},
+        "bodies": [{"name": "bob", "mass": 2, "inertia": np.array([1.0, 2.0, 3.0]),
+                    "orientation": {"rotation_vector": (0.0, 0.0, 0.5)}}],
+        "connectors": [{"type": "dashpot", "bodies": ["world", "bob"], "points": [[0, 0, 0], [0, 0, 1]],
+                        "damping": 1e-3}],
+    }
+    s = scenario_from_dict(data, name="api")
+    assert s.name == "api" and s.source is None and s.text.startswith("mbsim: 1\n")
+    assert s.time.step == 1e-3 and s.connectors[0].damping == 1e-3 and s.connectors[0].type == "damper"
+    np.testing.assert_allclose(s.bodies[0].orientation, quat_axis_angle([0, 0, 1], 0.5), atol=1e-15)
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_dict({**data, "gravity": [0, 0, float("nan")]})
+    [p] = info.value.problems
+    assert p.path == "gravity[2]" and "must be finite" in p.message
+    assert s.text.splitlines()[0] == "mbsim: 1"
+
+
+JUNK = ["~", "yes", "'x'", "-1", "0", "[]", "{}", "[1, 2, 3]", "[[1]]", "{a: 1}", ".nan", "1e999", "!!set {a}"]
+SLOTS = ["mbsim", "name", "gravity", "time", "time.end", "integrator", "integrator.newton", "output",
+         "output.interval", "bodies", "bodies.0", "bodies.1.mass", "bodies.1.inertia", "bodies.1.orientation",
+         "bodies.1.orientation.axis_angle", "connectors", "connectors.0", "connectors.0.bodies",
+         "connectors.0.points", "connectors.2.joint", "connectors.2.axis", "loads", "loads.0.scale",
+         "loads.0.scale.sine"]
+
+
+@pytest.mark.parametrize("slot", SLOTS)
+def test_junk_anywhere_gives_scenario_error_not_traceback(slot):
+    """Replace one value of the example by each junk value: a Scenario or a ScenarioError, nothing else."""
+    for junk in JUNK:
+        data = yaml.safe_load(EXAMPLE)
+        *parents, last = slot.split(".")
+        target = data
+        for key in parents:
+            target = target[int(key)] if isinstance(target, list) else target[key]
+        marker = "__JUNK__"
+        if isinstance(target, list):
+            target[int(last)] = marker
+        else:
+            target[last] = marker
+        text = yaml.safe_dump(data, sort_keys=False).replace(f"'{marker}'", junk).replace(marker, junk)
+        try:
+            parse_scenario(text)
+        except ScenarioError as e:
+            assert e.problems and all(isinstance(p, Problem) for p in e.problems)
