@@ -14,7 +14,9 @@ step is converged when both
                                            inertia, external and connector forces)
     ‖Δu_k‖₂ ≤ atol + rtol · ‖u_{n+1} − u_n‖₂   (u: [r, θ] of all moving bodies)
 
-hold.  Q is the size of the forces being balanced, so the test is
+hold, each plus a round-off floor (100 ε times the magnitudes that cancel
+in it, see ``_ROUNDOFF``) so that a tolerance tighter than the arithmetic
+allows does not fail steps that are converged to machine precision.  Q is the size of the forces being balanced, so the test is
 relative where forces are large and falls back to ``atol`` where they vanish.
 A step fails when the iteration limit is reached, when R or Δu is not
 finite, when the residual has grown in 3 consecutive iterations or exceeds
@@ -36,6 +38,13 @@ from ..model.model import Model
 from ..model.rotations import (cay, cay_quat, cayvec_quat, cross, matvec, quat_conj, quat_mul,
                                quat_normalize, quat_to_matrix, skew, tmat, tmatvec)
 from ..scenario.spec import IntegratorSpec
+
+
+# The residual cannot be computed more accurately than the round-off in its
+# largest terms: the inertia m/(βΔt²)·(r' − r_n) cancels digits of r (and J/(βΔt²)
+# those of the rotation).  Tolerances below that floor are unreachable, so the
+# test adds 100·ε times those magnitudes (and 100·ε·|r| to the increment test).
+_ROUNDOFF = 100 * np.finfo(float).eps
 
 
 @dataclass(frozen=True)
@@ -161,7 +170,10 @@ class GeneralizedAlpha:
             a_pred=-s.v / (beta * dt) + (1 - 0.5 / beta) * s.a,
             w_pred=(1 - gamma / beta) * s.w + dt * (1 - 0.5 * gamma / beta) * s.al,
             al_pred=-s.w / (beta * dt) + (1 - 0.5 / beta) * s.al,
-            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3))
+            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3),
+            r_floor=_ROUNDOFF * c_a * float(np.sqrt(np.sum((m.mass[:nm, None] * (np.abs(s.r[:nm]) + 1.0)) ** 2)
+                                                      + np.sum(np.trace(Jb, axis1=1, axis2=2) ** 2))),
+            u_floor=_ROUNDOFF * float(np.sqrt(np.sum((np.abs(s.r[:nm]) + 1.0) ** 2) + 3 * nm)))
 
     def evaluate(self, ctx: "_StepContext", r1: np.ndarray, q1: np.ndarray,
                  tangent: Optional[str] = None) -> "_Iterate":
@@ -233,8 +245,8 @@ class GeneralizedAlpha:
                 break
             if k > 0:
                 u_step = np.concatenate(((r1 - s.r)[:nm], it.theta[:nm]), axis=1)
-                if (rnorm <= spec.atol + spec.rtol * np.linalg.norm(it.Q)
-                        and du_norm <= spec.atol + spec.rtol * np.linalg.norm(u_step)):
+                if (rnorm <= spec.atol + spec.rtol * np.linalg.norm(it.Q) + ctx.r_floor
+                        and du_norm <= spec.atol + spec.rtol * np.linalg.norm(u_step) + ctx.u_floor):
                     status = StepStatus.CONVERGED
                     break
                 if len(history) >= 4 and history[-1] > history[-2] > history[-3] > history[-4]:
@@ -314,6 +326,8 @@ class _StepContext:
     w_pred: np.ndarray
     al_pred: np.ndarray
     Krr: np.ndarray
+    r_floor: float  # round-off level of the residual norm (see _ROUNDOFF)
+    u_floor: float  # round-off level of the increment norm
 
 
 @dataclass(frozen=True, eq=False)
