@@ -8,18 +8,16 @@ from __future__ import annotations
 import numpy as np
 
 
+# skew(v) = v @ _SKEW reshaped: one matmul instead of six strided assignments.
+_SKEW = np.zeros((3, 9))
+_SKEW[2, 1], _SKEW[1, 2], _SKEW[2, 3] = -1.0, 1.0, 1.0
+_SKEW[0, 5], _SKEW[1, 6], _SKEW[0, 7] = -1.0, -1.0, 1.0
+
+
 def skew(v: np.ndarray) -> np.ndarray:
     """``(..., 3) -> (..., 3, 3)`` with ``skew(a) @ b == cross(a, b)``."""
     v = np.asarray(v, dtype=float)
-    out = np.zeros(v.shape[:-1] + (3, 3))
-    x, y, z = v[..., 0], v[..., 1], v[..., 2]
-    out[..., 0, 1] = -z
-    out[..., 0, 2] = y
-    out[..., 1, 0] = z
-    out[..., 1, 2] = -x
-    out[..., 2, 0] = -y
-    out[..., 2, 1] = x
-    return out
+    return (v @ _SKEW).reshape(v.shape[:-1] + (3, 3))
 
 
 def cross(a: np.ndarray, b: np.ndarray) -> np.ndarray:
