@@ -26,6 +26,25 @@ from .scenario.spec import Scenario
 EXIT_OK, EXIT_INVALID, EXIT_SOLVER, EXIT_INTERRUPTED = 0, 2, 3, 130
 
 
+class OutputFileError(Exception):
+    """The result file cannot be created (a directory, an unwritable place, a locked file).
+
+    Raised by :func:`run` before any step is taken; nothing has been written.
+
+    Attributes
+    ----------
+    path : str
+        The output path as given.
+    reason : str
+        Short cause (``is a directory``, ``Permission denied``, ...).
+    """
+
+    def __init__(self, path: str, reason: str):
+        super().__init__(f"cannot write the result file {path}: {reason}")
+        self.path = path
+        self.reason = reason
+
+
 class Interrupted(Exception):
     """The run was asked to stop (SIGINT or SIGTERM)."""
 
@@ -51,6 +70,7 @@ class RunSummary:
     energy_drift_relative: float
     linear_solver: str = ""
     exit_code: int = EXIT_OK
+    failure: str = ""  # StepStatus value of the step that failed ("" unless status is failed)
     frames_data: Optional[dict] = field(default=None, repr=False)
 
     @property
@@ -133,6 +153,7 @@ class _Loop:
         self.out, self.progress, self.keep, self.on_step = out, progress, keep_frames, on_step
         self.writer = None
         self.frames = 0
+        self.last_frame_t = 0.0
         self.energies: dict[str, list] = {k: [] for k in ("kinetic", "potential", "dissipated", "external_work")}
         self.kept: dict[str, list] = {}
 
@@ -164,17 +185,20 @@ class _Loop:
         for k in self.energies:
             self.energies[k].append(fr[f"energy/{k}"])
         self.frames += 1
+        self.last_frame_t = s.t
 
     def run(self) -> RunSummary:
         sc, integ = self.sc, self.integ
         t_start = time.monotonic()
         if self.out is not None:
             from .io.writer import TrajectoryWriter
-            d = os.path.dirname(os.path.abspath(self.out))
-            os.makedirs(d, exist_ok=True)
-            self.writer = TrajectoryWriter(self.out, sc, self._attrs())
+            try:
+                os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
+                self.writer = TrajectoryWriter(self.out, sc, self._attrs())
+            except OSError as exc:
+                raise OutputFileError(self.out, _unwritable_reason(self.out, exc)) from exc
         bar = None
-        status, message, code = "completed", "", EXIT_OK
+        status, message, code, failure = "completed", "", EXIT_OK, ""
         s = None
         try:
             with _SignalGuard():
@@ -192,11 +216,13 @@ class _Loop:
                     if self.on_step is not None:
                         self.on_step(res)
                     if not res.ok:
-                        status, code = "failed", EXIT_SOLVER
+                        status, code, failure = "failed", EXIT_SOLVER, res.status.value
+                        # Frames are stored every `every` steps, so the last one may lie
+                        # before s.t: name the time that is really there.
                         message = (f"step {k} from t = {s.t:.9g} s to t = {t_target:.9g} s (dt = {dt:.3g} s) "
                                    f"failed: {res.message}; residual norm {res.residual_norm:.3e} after "
-                                   f"{res.iterations} Newton iterations. The file holds every frame "
-                                   f"up to t = {s.t:.9g} s.")
+                                   f"{res.iterations} Newton iterations. The last frame stored is at "
+                                   f"t = {self.last_frame_t:.9g} s.")
                         break
                     s = replace(res.state, t=t_target)
                     if k % every == 0 or k == n_total:
@@ -232,7 +258,20 @@ class _Loop:
         if self.keep:
             data = {k: np.asarray(v) for k, v in self.kept.items()}
         return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, 0,
-                          wall, self.frames, drift, rel, integ.solver.kind, code, data)
+                          wall, self.frames, drift, rel, linear_solver=integ.solver.kind, exit_code=code,
+                          failure=failure, frames_data=data)
+
+
+def _unwritable_reason(path: str, exc: OSError) -> str:
+    """Say in a few words why ``path`` could not be created (h5py's own text is a paragraph)."""
+    if os.path.isdir(path):
+        return "it is a directory; give a file name such as DIR/result.h5"
+    parent = os.path.dirname(os.path.abspath(path))
+    while parent and not os.path.exists(parent):
+        parent = os.path.dirname(parent)
+    if parent and not os.path.isdir(parent):
+        return f"{parent} is a file, not a directory"
+    return os.strerror(exc.errno) if exc.errno else str(exc)
 
 
 def _progress_bar(sc):
@@ -250,5 +289,5 @@ def _bar_update(bar, t, integ, wall):
     bar.refresh()
 
 
-__all__ = ["run", "RunSummary", "step_schedule", "EXIT_OK", "EXIT_INVALID", "EXIT_SOLVER",
+__all__ = ["run", "RunSummary", "OutputFileError", "step_schedule", "EXIT_OK", "EXIT_INVALID", "EXIT_SOLVER",
            "EXIT_INTERRUPTED"]
