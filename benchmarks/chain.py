@@ -1,0 +1,146 @@
+#!/usr/bin/env python3
+"""Throughput of mbsim on an N-body chain: steps/s, Newton iterations per step, wall time.
+
+The chain (the same model as the Exudyn comparison): bodies of mass 1 and
+inertia diag(0.01, 0.02, 0.03) at x = 1 … N on the x axis.  Each body is
+linked to the previous one (``world`` for the first) by a spring (k = 1e4,
+rest length = initial distance) and a damper (c = 10) between the points
+0.25 m either side of the midpoint of the two centres, and by a torsional
+damper with projection P1 (χ = 1).  Gravity [0, 0, −9.81], Δt = 1e-3,
+ρ∞ = 0.9, a frame every 10 steps.
+
+The scenario goes through :func:`mbsim.scenario.scenario_from_dict`, i.e. the
+same validation as a file.  Figures only; nothing is asserted.
+
+Usage::
+
+    python benchmarks/chain.py                 # N = 1, 10, 100, 1000
+    python benchmarks/chain.py --n 1 10 100 --steps 200 --write
+
+Without ``--steps`` each N first takes a short probe run to time a step and
+then runs enough steps for about ``--seconds`` (default 4 s) of wall time,
+at least 20.  ``wall s`` is the time loop only (stepping plus per-frame
+diagnostics); ``setup s`` is validation, model and sparsity-pattern set-up.
+"""
+from __future__ import annotations
+
+import argparse
+import os
+import platform
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+# Run from a checkout without installing: the repository root holds the package.
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+
+import numpy as np  # noqa: E402
+import scipy  # noqa: E402
+
+import mbsim  # noqa: E402
+from mbsim import driver  # noqa: E402
+from mbsim.scenario import scenario_from_dict  # noqa: E402
+
+DT = 1e-3
+RHO_INF = 0.9
+FRAME_EVERY = 10  # steps between stored frames
+MIN_STEPS = 20
+PROBE_STEPS = 5
+
+
+def chain_dict(n: int, steps: int) -> dict:
+    """The N-body chain as a scenario mapping (SCENARIO.md keys), ``steps`` steps of ``DT``.
+
+    Parameters
+    ----------
+    n : int
+        Number of moving bodies (6 n unknowns).
+    steps : int
+        Number of time steps; ``time.end = steps * DT``.
+    """
+    end = steps * DT
+    bodies = [{"name": f"b{i}", "mass": 1.0, "inertia": [0.01, 0.02, 0.03], "position": [float(i), 0.0, 0.0]}
+              for i in range(1, n + 1)]
+    connectors = []
+    for i in range(1, n + 1):
+        prev = "world" if i == 1 else f"b{i - 1}"
+        mid = i - 0.5  # midpoint of the centres at x = i - 1 (world: the origin) and x = i
+        points = [[mid - 0.25, 0.0, 0.0], [mid + 0.25, 0.0, 0.0]]
+        connectors += [
+            # rest_length left out: SCENARIO.md defaults it to the initial distance
+            {"name": f"spring{i}", "type": "spring", "bodies": [prev, f"b{i}"], "points": points,
+             "stiffness": 1e4},
+            {"name": f"damper{i}", "type": "damper", "bodies": [prev, f"b{i}"], "points": points,
+             "damping": 10.0},
+            {"name": f"torsion{i}", "type": "torsional_damper", "bodies": [prev, f"b{i}"], "damping": 1.0,
+             "projection": "P1"},
+        ]
+    return {
+        "mbsim": 1, "name": f"chain-{n}", "gravity": [0.0, 0.0, -9.81],
+        "time": {"end": end, "step": DT},
+        "integrator": {"rho_inf": RHO_INF},
+        "output": {"interval": FRAME_EVERY * DT},
+        "bodies": bodies, "connectors": connectors,
+    }
+
+
+def run_chain(n: int, steps: int, out_dir: str | None):
+    """Validate and run the chain; return ``(RunSummary, setup seconds)``."""
+    t0 = time.perf_counter()
+    sc = scenario_from_dict(chain_dict(n, steps))
+    out = os.path.join(out_dir, f"chain-{n}.h5") if out_dir else None
+    summary = driver.run(sc, out, write=out is not None)
+    total = time.perf_counter() - t0
+    # Everything outside the driver's time loop: validation, model and pattern set-up, file creation.
+    setup = total - summary.wall_time_s
+    if summary.status != "completed":
+        raise SystemExit(f"chain N = {n}: run {summary.status}: {summary.message}")
+    return summary, setup
+
+
+def choose_steps(n: int, seconds: float, out_dir: str | None) -> int:
+    """Steps for about ``seconds`` of time loop, from a short probe run (at least MIN_STEPS)."""
+    probe, _ = run_chain(n, PROBE_STEPS, out_dir)
+    per_step = probe.wall_time_s / max(probe.steps, 1)
+    return max(MIN_STEPS, int(seconds / per_step) if per_step > 0 else MIN_STEPS)
+
+
+def main(argv=None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
+                                 formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--n", type=int, nargs="+", default=[1, 10, 100, 1000], metavar="N",
+                    help="chain lengths (default: 1 10 100 1000)")
+    ap.add_argument("--steps", type=int, metavar="S",
+                    help="time steps per run (default: enough for about --seconds of wall time, at least 20)")
+    ap.add_argument("--seconds", type=float, default=4.0,
+                    help="target wall time per N when --steps is not given (default 4)")
+    ap.add_argument("--write", action="store_true",
+                    help="also write the HDF5 trajectory (to a temporary directory, then deleted)")
+    args = ap.parse_args(argv)
+    if any(n < 1 for n in args.n):
+        ap.error("--n: every chain length must be >= 1")
+    if args.steps is not None and args.steps < 1:
+        ap.error("--steps must be >= 1")
+
+    print(f"mbsim {mbsim.__version__}, numpy {np.__version__}, scipy {scipy.__version__}, "
+          f"Python {platform.python_version()} on {platform.machine()} ({os.cpu_count()} CPUs)")
+    print(f"chain: dt = {DT:g} s, rho_inf = {RHO_INF}, a frame every {FRAME_EVERY} steps, "
+          f"{'writing HDF5' if args.write else 'no file written'}")
+    header = (f"{'N':>6} {'unknowns':>9}  {'linear solver':<28} {'steps':>6} {'setup s':>8} {'wall s':>8} "
+              f"{'steps/s':>9} {'it/step':>8}")
+    print(header)
+    print("-" * len(header))
+    with tempfile.TemporaryDirectory(prefix="mbsim-bench-") as tmp:
+        out_dir = tmp if args.write else None
+        for n in args.n:
+            steps = args.steps if args.steps is not None else choose_steps(n, args.seconds, out_dir)
+            s, setup = run_chain(n, steps, out_dir)
+            rate = s.steps / s.wall_time_s if s.wall_time_s > 0 else float("inf")
+            print(f"{n:>6} {6 * n:>9}  {s.linear_solver:<28} {s.steps:>6} {setup:>8.3f} {s.wall_time_s:>8.3f} "
+                  f"{rate:>9.1f} {s.iterations_per_step:>8.2f}", flush=True)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
