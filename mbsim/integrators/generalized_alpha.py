@@ -224,7 +224,7 @@ class GeneralizedAlpha:
         m, spec = self.model, self.spec
         nm = m.n_moving
         ctx = self.prepare(s, dt)
-        r1, q1 = s.r.copy(), s.q.copy()
+        r1, q1 = self.predict(s, dt)
         history: list[float] = []
         du_norm = np.inf
         status, msg = None, ""
@@ -284,6 +284,20 @@ class GeneralizedAlpha:
                       dissipated=s.dissipated + 0.5 * dt * (s.power_diss + pd),
                       external_work=s.external_work + 0.5 * dt * (s.power_ext + pe))
         return StepResult(status, k, history[-1], "", new, history)
+
+    def predict(self, s: State, dt: float):
+        """Start of the Newton iteration: the constant-acceleration Taylor step.
+
+        THEORY §4 starts from ``r' = r_n``, ``Λ' = Λ_n``; any start converges to
+        the same solution, and ``r' = r_n + Δt v_n + ½Δt² a_n``,
+        ``Λ' = cay(Δt ω_n + ½Δt² α_n) Λ_n`` is within O(Δt³) of it, which saves
+        about one Newton iteration per step on smooth motion.
+        """
+        nm = self.model.n_moving
+        r1, q1 = s.r.copy(), s.q.copy()
+        r1[:nm] += dt * s.v[:nm] + 0.5 * dt * dt * s.a[:nm]
+        q1[:nm] = quat_normalize(quat_mul(cay_quat(dt * s.w[:nm] + 0.5 * dt * dt * s.al[:nm]), q1[:nm]))
+        return r1, q1
 
     def update(self, r1: np.ndarray, q1: np.ndarray, du: np.ndarray):
         """Newton update ``r ← r + Δr``, ``Λ ← cay(Δθ) Λ`` (THEORY §1) of the moving bodies."""

@@ -51,17 +51,19 @@ connectors:
 """
 
 # A force-free puck flies at 1 m/s through the anchor of a spring with rest
-# length 1 (stiffness 0, so the flight is exactly x = 1 - t).  It reaches the
-# anchor at t = 1; the next step starts with the spring at zero length, where
-# its direction is undefined: step 9 (t = 1 -> 1.125) must fail.
+# length 1.0625 (stiffness 0, so the flight is exactly x = 1.0625 - t, in
+# binary-exact numbers).  With rho_inf = 1 the connector is evaluated at the
+# step's midpoint, which for step 9 (t = 1 -> 1.125) is t = 1.0625: the spring
+# has zero length there, its direction is undefined, and the step must fail.
 COLLAPSE = """\
 mbsim: 1
 name: collapse
 time: {end: 2.0, step: 0.125}
+integrator: {rho_inf: 1.0}
 bodies:
-  - {name: puck, mass: 1.0, inertia: [0.1, 0.1, 0.1], position: [1, 0, 0], velocity: [-1, 0, 0]}
+  - {name: puck, mass: 1.0, inertia: [0.1, 0.1, 0.1], position: [1.0625, 0, 0], velocity: [-1, 0, 0]}
 connectors:
-  - {name: tether, type: spring, bodies: [world, puck], points: [[0, 0, 0], [1, 0, 0]], stiffness: 0.0}
+  - {name: tether, type: spring, bodies: [world, puck], points: [[0, 0, 0], [1.0625, 0, 0]], stiffness: 0.0}
 """
 
 # Three problems, one per line 5, 7 and 10.
@@ -269,7 +271,7 @@ def test_solver_failure_keeps_every_frame_before_it(tmp_path, capsys, check_outp
                if k.split("/")[0] in ("time", "bodies", "connectors", "energy", "momentum", "solver")
                and isinstance(v, np.ndarray) and v.ndim >= 1 and k not in ("bodies/mass", "bodies/fixed")}
     assert len(lengths) == 19 and set(lengths.values()) == {9}, lengths
-    np.testing.assert_allclose(data["bodies/position"][:, 0, 0], 1.0 - t, atol=1e-12)  # free flight
+    np.testing.assert_allclose(data["bodies/position"][:, 0, 0], 1.0625 - t, atol=1e-12)  # free flight
     assert int(info["counters"]["steps"]) == 8
     # the message and what to try go to stderr, nothing is claimed on stdout
     assert "FAILED: collapse" in cap.err and msg in cap.err

@@ -45,22 +45,19 @@ def first_step(tangent, dt, rho=0.5):
     return ga.step(ga.initial_state(), dt)
 
 
-@pytest.mark.parametrize("dt", [0.02, 0.05])
+@pytest.mark.parametrize("dt", [0.02, 0.1, 0.15])
 def test_newton_converges_quadratically_with_the_consistent_tangent(dt):
-    """A large step (ωΔt ≈ 0.1–0.3 on spinning bodies) from a 3D state: above the round-off
-    floor every residual is bounded by C·(previous)² with one C, and the observed rate
-    log(r_{k+1}/r_k)/log(r_k/r_{k−1}) reaches 2."""
+    """Large steps (ωΔt up to 0.6 on spinning bodies) from a 3D state: the observed rate
+    log(r_{k+1}/r_k)/log(r_k/r_{k−1}) reaches 2 before the residual meets round-off
+    (taken as 100× the last residual), where a linearly convergent iteration stays at 1."""
     res = first_step("consistent", dt)
     assert res.ok
     r = np.array(res.history)
-    above = r > 1e-10 * r[0]
-    k = np.flatnonzero(above)[-1]  # last iterate above the floor
-    assert k >= 3
-    C = r[2:k + 1] / r[1:k] ** 2
-    assert C.max() / C.min() < 20, r
+    k = np.flatnonzero(r > 100 * r[-1])[-1]  # last iterate clearly above round-off
+    assert k >= 2, r
     rates = np.log(r[2:k + 1] / r[1:k]) / np.log(r[1:k] / r[:k - 1])
     assert rates.max() > 1.8, (rates, r)
-    assert res.iterations <= 6
+    assert res.iterations <= 8
 
 
 @pytest.mark.parametrize("dt", [0.02, 0.05])
@@ -75,8 +72,8 @@ def test_seed_tangent_converges_only_linearly(dt):
 
 
 def test_seed_tangent_gives_the_same_trajectory_with_more_iterations():
-    a = run(nonlinear_3d(0.9, end=0.2, step=1e-3), write=False, keep_frames=True)
-    b = run(nonlinear_3d(0.9, end=0.2, step=1e-3, tangent="seed"), write=False, keep_frames=True)
+    a = run(nonlinear_3d(0.9, end=0.5, step=1e-2), write=False, keep_frames=True)
+    b = run(nonlinear_3d(0.9, end=0.5, step=1e-2, tangent="seed"), write=False, keep_frames=True)
     pa, pb = a.frames_data["bodies/position"], b.frames_data["bodies/position"]
     assert np.abs(pa - pb).max() < 1e-8
     qa, qb = a.frames_data["bodies/orientation"], b.frames_data["bodies/orientation"]
