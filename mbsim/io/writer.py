@@ -163,3 +163,19 @@ class TrajectoryWriter:
         self.f.flush()
         self.f.close()
         self.f = None
+
+
+def write_trajectory(path, scenario, frames: dict, attrs: dict, status: str = "completed",
+                     message: str = "", counters: dict | None = None) -> None:
+    """Write a whole trajectory at once (e.g. a reference solution) in the OUTPUT.md layout.
+
+    ``frames`` maps every per-frame dataset path of FRAME_DATASETS to an array
+    stacked over frames (``"time"`` (T,), ``"bodies/position"`` (T, B, 3), …).
+    """
+    T = len(frames["time"])
+    w = TrajectoryWriter(path, scenario, attrs, flush_frames=max(T, 1))
+    keys = [k for k in FRAME_DATASETS if k not in SOLVER_KEYS]
+    for i in range(T):
+        w.append({k: frames[k][i] for k in keys}, int(frames["solver/iterations"][i]),
+                 float(frames["solver/residual_norm"][i]), float(frames["solver/step"][i]))
+    w.close(status, message, counters)

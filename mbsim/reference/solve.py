@@ -82,6 +82,27 @@ class ReferenceSolution:
     connector_names: tuple = ()
 
 
+    def frames(self) -> dict:
+        """The solution keyed by OUTPUT.md dataset paths (for :func:`mbsim.io.writer.write_trajectory`).
+
+        The solver datasets hold 0 iterations, NaN residuals and the spacing of
+        the requested times (the reference takes its own adaptive steps).
+        """
+        T = len(self.time)
+        step = np.concatenate(([0.0], np.diff(self.time)))
+        return {
+            "time": self.time, "bodies/position": self.position, "bodies/orientation": self.orientation,
+            "bodies/velocity": self.velocity, "bodies/angular_velocity": self.angular_velocity,
+            "bodies/acceleration": self.acceleration, "bodies/angular_acceleration": self.angular_acceleration,
+            "connectors/force": self.connector_force, "connectors/moment": self.connector_moment,
+            "connectors/length": self.connector_length, "energy/kinetic": self.kinetic,
+            "energy/potential": self.potential, "energy/dissipated": self.dissipated,
+            "energy/external_work": self.external_work, "momentum/linear": self.linear_momentum,
+            "momentum/angular": self.angular_momentum, "solver/iterations": np.zeros(T, dtype=int),
+            "solver/residual_norm": np.full(T, np.nan), "solver/step": step,
+        }
+
+
 def _stack(items, name):
     return np.array([getattr(x, name) for x in items])
 
