@@ -1,0 +1,455 @@
+"""Observed order of accuracy of a scenario (what ``mbsim verify`` reports).
+
+:func:`verify` runs a scenario at Δt, Δt/2 and Δt/4 and solves it with the
+independent reference solver (:mod:`mbsim.reference`, DOP853 at tight
+tolerances) at the same frame times.  Per quantity it measures the error of
+each run against the reference (the largest over frames and bodies), the
+observed order ``log(e(Δt)/e(Δt/2)) / log 2`` of each halving, and states a
+verdict in plain words.  The generalized-α scheme with mbsim's body residual
+is second order for every ρ∞ (THEORY §2), so the expected order is 2.
+
+Measured quantities: position [m], rotation angle [rad] (the angle between
+the computed and the reference orientation, sign-insensitive), velocity
+[m/s], angular velocity [rad/s] and the energy balance
+``kinetic + potential + dissipated − external work`` [J] (constant for the
+exact motion, THEORY §9; its error is its drift).  Accelerations are not
+measured: generalized-α's acceleration is an algorithmic variable that is
+not second-order accurate at the frame times.
+
+An error can only be measured down to a floor set by round-off and by the
+reference solver's own tolerance: ``ROUND_OFF_FACTOR · reference_rtol ·
+scale``, with ``scale`` the largest magnitude of the quantity in the
+reference (1 rad for rotations).  Errors below it -- e.g. free fall, whose
+motion the scheme reproduces exactly -- are reported as "at round-off" and
+their order as not measurable; that is a pass.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from typing import Callable, Optional, Sequence
+
+import numpy as np
+
+from . import driver
+from .diagnostics import energy_balance
+from .model.rotations import quat_angle
+from .reference import solve_reference
+from .scenario.spec import Scenario
+
+EXPECTED_ORDER = 2.0
+ORDER_TOLERANCE = 0.3
+# Errors below ROUND_OFF_FACTOR · reference_rtol · scale cannot be told apart
+# from the reference solver's own error (DOP853 keeps its global error within
+# ~10-100× its rtol on smooth problems).
+ROUND_OFF_FACTOR = 100.0
+
+_ENERGIES = ("energy/kinetic", "energy/potential", "energy/dissipated", "energy/external_work")
+
+
+@dataclass
+class StepRun:
+    """One generalized-α run of :func:`verify`.
+
+    Attributes
+    ----------
+    step : float
+        Time step Δt [s].
+    label : str
+        ``"Δt"``, ``"Δt/2"``, ``"Δt/4"`` (or the value when the steps are not halvings).
+    status : str
+        ``completed``, ``failed`` or ``interrupted`` (``RunSummary.status``).
+    message : str
+        The driver's message (where and why a run failed).
+    steps, newton_iterations : int
+        Work counters.
+    wall_time_s : float
+        Wall time of the run [s].
+    frames : int
+        Frames stored (compared with the reference).
+    """
+
+    step: float
+    label: str
+    status: str
+    message: str
+    steps: int
+    newton_iterations: int
+    wall_time_s: float
+    frames: int
+    frames_data: Optional[dict] = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def to_dict(self) -> dict:
+        return {"step": self.step, "label": self.label, "status": self.status, "message": self.message,
+                "steps": self.steps, "newton_iterations": self.newton_iterations,
+                "wall_time_s": self.wall_time_s, "frames": self.frames}
+
+
+@dataclass
+class ReferenceRun:
+    """The reference solve of :func:`verify`.
+
+    Attributes
+    ----------
+    status : str
+        ``completed``, ``failed`` or ``skipped`` (no generalized-α run completed).
+    message : str
+        Why it failed or was skipped ("" when completed).
+    method : str
+        ``solve_ivp`` method.
+    rtol, atol : float
+        Its tolerances.
+    nfev : int
+        Right-hand-side evaluations.
+    wall_time_s : float
+        Wall time [s].
+    """
+
+    status: str
+    message: str
+    method: str
+    rtol: float
+    atol: float
+    nfev: int = 0
+    wall_time_s: float = 0.0
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def to_dict(self) -> dict:
+        return {"status": self.status, "message": self.message, "method": self.method, "rtol": self.rtol,
+                "atol": self.atol, "nfev": self.nfev, "wall_time_s": self.wall_time_s}
+
+
+@dataclass
+class QuantityOrder:
+    """Errors and observed orders of one quantity.
+
+    Attributes
+    ----------
+    name : str
+        ``position``, ``rotation``, ``velocity``, ``angular_velocity``, ``energy_balance``.
+    label : str
+        Words for it (``"angular velocity"``).
+    unit : str
+    errors : list of float or None
+        Largest error over frames and bodies of each run [unit]; None where
+        the run (or the reference) did not complete.
+    orders : list of float or None
+        Observed order between consecutive runs; None where not measurable.
+    floor : float
+        Smallest measurable error [unit] (round-off and reference tolerance).
+    status : str
+        ``ok`` (orders as expected), ``off`` (an order outside the expected
+        band), ``round-off`` (errors at the floor) or ``unmeasured`` (runs or
+        reference missing).
+    verdict : str
+        One plain sentence.
+    """
+
+    name: str
+    label: str
+    unit: str
+    errors: list
+    orders: list
+    floor: float
+    status: str
+    verdict: str
+
+    @property
+    def ok(self) -> bool:
+        return self.status in ("ok", "round-off")
+
+    def to_dict(self) -> dict:
+        return {"label": self.label, "unit": self.unit, "errors": list(self.errors),
+                "orders": list(self.orders), "floor": self.floor, "status": self.status,
+                "ok": self.ok, "verdict": self.verdict}
+
+
+@dataclass
+class VerifyReport:
+    """Outcome of :func:`verify`.
+
+    Attributes
+    ----------
+    scenario : str
+        Scenario name.
+    end : float
+        Simulated span [s].
+    interval : float
+        Output interval used for every run [s] (the frames compared).
+    runs : list of StepRun
+        One per step, coarsest first.
+    reference : ReferenceRun
+    quantities : list of QuantityOrder
+        Empty when no error could be measured.
+    expected_order, order_tolerance : float
+    """
+
+    scenario: str
+    end: float
+    interval: float
+    runs: list
+    reference: ReferenceRun
+    quantities: list
+    expected_order: float = EXPECTED_ORDER
+    order_tolerance: float = ORDER_TOLERANCE
+
+    @property
+    def interrupted(self) -> bool:
+        return any(r.status == "interrupted" for r in self.runs)
+
+    @property
+    def runs_ok(self) -> bool:
+        """Every run and the reference completed."""
+        return all(r.ok for r in self.runs) and self.reference.ok
+
+    @property
+    def passed(self) -> bool:
+        """Every run completed and every quantity is second order (or at round-off)."""
+        return self.runs_ok and bool(self.quantities) and all(q.ok for q in self.quantities)
+
+    def to_dict(self) -> dict:
+        """Plain-data form (``mbsim verify --json``)."""
+        return {"scenario": self.scenario, "end": self.end, "interval": self.interval,
+                "expected_order": self.expected_order, "order_tolerance": self.order_tolerance,
+                "passed": self.passed, "runs": [r.to_dict() for r in self.runs],
+                "reference": self.reference.to_dict(),
+                "quantities": {q.name: q.to_dict() for q in self.quantities}}
+
+
+def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[Sequence[float]] = None,
+           reference_rtol: float = 1e-11, order_tolerance: float = ORDER_TOLERANCE,
+           on_run: Optional[Callable] = None) -> VerifyReport:
+    """Measure the order of accuracy of ``scenario`` against the reference solver.
+
+    Parameters
+    ----------
+    scenario : Scenario
+        A validated scenario.
+    end : float, optional
+        Simulated span [s]; default ``scenario.time.end``.  Must cover at
+        least one step of the coarsest Δt.
+    steps : sequence of float, optional
+        Time steps [s], at least two, decreasing; default ``(Δt, Δt/2,
+        Δt/4)`` with Δt = ``scenario.time.step``.  Every run stores frames
+        every ``interval`` seconds, the scenario's ``output.interval`` when
+        every step divides it, else the multiple of the first step nearest
+        to it, so that the frames of all runs coincide.
+    reference_rtol : float
+        Relative tolerance of the reference solver (absolute: a tenth of it).
+    order_tolerance : float
+        An observed order passes within ``2 ± order_tolerance``.
+    on_run : callable, optional
+        ``on_run(StepRun)`` after each generalized-α run, and
+        ``on_run(ReferenceRun)`` after the reference (progress output).
+
+    Returns
+    -------
+    VerifyReport
+
+    Raises
+    ------
+    ValueError
+        Steps that are not positive and decreasing, a span shorter than the
+        first step, or steps that share no output grid.
+    """
+    span = float(scenario.time.end if end is None else end)
+    hs = tuple(float(h) for h in (steps if steps is not None else
+                                  (scenario.time.step, scenario.time.step / 2, scenario.time.step / 4)))
+    if len(hs) < 2 or any(not (math.isfinite(h) and h > 0) for h in hs) or any(
+            b >= a for a, b in zip(hs, hs[1:])):
+        raise ValueError(f"steps must be at least two positive, decreasing time steps, got {hs}")
+    if not (math.isfinite(span) and span >= hs[0] * (1 - 1e-9)):
+        raise ValueError(f"the span (t = 0 … {span:.6g} s) is shorter than the time step {hs[0]:.6g} s: "
+                         f"choose an end time of several steps")
+    interval = _common_interval(scenario.output.interval, hs)
+    labels = _labels(hs)
+
+    runs = []
+    for h, label in zip(hs, labels):
+        sc = replace(scenario, time=replace(scenario.time, step=h, end=span),
+                     output=replace(scenario.output, interval=interval))
+        s = driver.run(sc, write=False, keep_frames=True)
+        run = StepRun(h, label, s.status, s.message, s.steps, s.newton_iterations, s.wall_time_s, s.frames,
+                      s.frames_data if s.status == "completed" else None)
+        runs.append(run)
+        if on_run is not None:
+            on_run(run)
+        if s.status == "interrupted":  # the user asked to stop: do not start more work
+            break
+
+    ref_atol = reference_rtol / 10
+    done = [r for r in runs if r.ok]
+    if any(r.status == "interrupted" for r in runs):
+        ref = ReferenceRun("skipped", "verification interrupted", "DOP853", reference_rtol, ref_atol)
+    elif not done:
+        ref = ReferenceRun("skipped", "no generalized-α run completed", "DOP853", reference_rtol, ref_atol)
+    else:
+        ref, ref_frames = _reference(scenario, done, reference_rtol, ref_atol)
+    if on_run is not None and ref.status != "skipped":
+        on_run(ref)
+
+    quantities = []
+    if ref.ok:
+        quantities = _orders(runs, ref_frames, reference_rtol, order_tolerance)
+    for r in runs:  # the frames are large; the report keeps the numbers only
+        r.frames_data = None
+    return VerifyReport(scenario.name, span, interval, runs, ref, quantities,
+                        EXPECTED_ORDER, order_tolerance)
+
+
+# --------------------------------------------------------------------------
+# helpers
+# --------------------------------------------------------------------------
+def _common_interval(interval: float, hs) -> float:
+    """An output interval that is a whole multiple of every step (the scenario's when it is)."""
+    def divides(h, T):
+        n = T / h
+        return abs(n - round(n)) <= 1e-9 * max(n, 1.0) and round(n) >= 1
+    if all(divides(h, interval) for h in hs):
+        return float(interval)
+    candidate = hs[0] * max(1, round(interval / hs[0]))
+    if all(divides(h, candidate) for h in hs):
+        return float(candidate)
+    raise ValueError(f"the steps {', '.join(f'{h:.6g}' for h in hs)} s share no output grid: "
+                     f"each must divide the first (e.g. Δt, Δt/2, Δt/4)")
+
+
+def _labels(hs) -> list:
+    ratios = [hs[0] / h for h in hs]
+    if all(abs(r - round(r)) < 1e-9 * r for r in ratios):
+        return ["Δt" if round(r) == 1 else f"Δt/{round(r)}" for r in ratios]
+    return [f"Δt = {h:.6g} s" for h in hs]
+
+
+def _reference(scenario, done, rtol, atol):
+    """Solve the reference at the frame times of the completed runs."""
+    times = np.unique(np.concatenate([r.frames_data["time"] for r in done]))
+    # Runs at different steps reach the same frame time by different sums; merge
+    # times closer than round-off so that each run finds its frames.
+    keep = np.concatenate(([True], np.diff(times) > 1e-9 * max(float(times[-1]), 1e-300)))
+    times = times[keep]
+    try:
+        sol = solve_reference(scenario, times, rtol=rtol, atol=atol)
+    except (RuntimeError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
+        return ReferenceRun("failed", str(exc), "DOP853", rtol, atol), None
+    return (ReferenceRun("completed", "", sol.method, rtol, atol, sol.nfev, sol.wall_time_s),
+            sol.frames())
+
+
+_QUANTITIES = (  # name, words, unit
+    ("position", "position", "m"),
+    ("rotation", "rotation", "rad"),
+    ("velocity", "velocity", "m/s"),
+    ("angular_velocity", "angular velocity", "rad/s"),
+    ("energy_balance", "energy balance", "J"),
+)
+
+
+def _errors_and_scales(f: dict, ref: dict) -> tuple[dict, dict]:
+    """Largest error over frames and bodies, and the reference's magnitude, per quantity."""
+    def vec(path):
+        err = np.linalg.norm(f[path] - ref[path], axis=-1)
+        return (float(err.max()) if err.size else 0.0,
+                float(np.linalg.norm(ref[path], axis=-1).max()) if err.size else 0.0)
+
+    e, s = {}, {}
+    e["position"], s["position"] = vec("bodies/position")
+    ang = quat_angle(f["bodies/orientation"], ref["bodies/orientation"])
+    e["rotation"], s["rotation"] = (float(ang.max()) if ang.size else 0.0), 1.0
+    e["velocity"], s["velocity"] = vec("bodies/velocity")
+    e["angular_velocity"], s["angular_velocity"] = vec("bodies/angular_velocity")
+    bal = energy_balance(*(f[k] for k in _ENERGIES))
+    bal_ref = energy_balance(*(ref[k] for k in _ENERGIES))
+    e["energy_balance"] = float(np.abs(bal - bal_ref).max())
+    s["energy_balance"] = float(max(np.abs(ref[k]).max() for k in _ENERGIES))
+    return e, s
+
+
+def _orders(runs, ref_frames, reference_rtol, order_tolerance) -> list:
+    """Errors, orders and verdicts of every quantity."""
+    t_ref = ref_frames["time"]
+    errors = {n: [None] * len(runs) for n, _, _ in _QUANTITIES}
+    scale = {n: 0.0 for n, _, _ in _QUANTITIES}
+    for i, r in enumerate(runs):
+        if not r.ok:
+            continue
+        f = r.frames_data
+        idx = np.clip(np.searchsorted(t_ref, f["time"] - 1e-9 * max(float(t_ref[-1]), 1e-300)),
+                      0, t_ref.size - 1)
+        ref = {k: v[idx] for k, v in ref_frames.items() if k.startswith(("bodies/", "energy/"))}
+        e, s = _errors_and_scales(f, ref)
+        for n in errors:
+            errors[n][i] = e[n]
+            scale[n] = max(scale[n], s[n])
+    out = []
+    for name, words, unit in _QUANTITIES:
+        floor = ROUND_OFF_FACTOR * reference_rtol * scale[name]
+        out.append(_judge(name, words, unit, runs, errors[name], floor, order_tolerance))
+    return out
+
+
+def _judge(name, words, unit, runs, errs, floor, tol) -> QuantityOrder:
+    """Orders of consecutive runs and the plain-words verdict."""
+    hs = [r.step for r in runs]
+    orders, notes = [], []
+    for i in range(len(runs) - 1):
+        a, b = errs[i], errs[i + 1]
+        if a is None or b is None or a <= floor or b <= floor:
+            orders.append(None)
+        else:
+            orders.append(math.log(a / b) / math.log(hs[i] / hs[i + 1]))
+    measured = [(i, p) for i, p in enumerate(orders) if p is not None]
+    first = next((i for i, e in enumerate(errs) if e is not None), None)
+    sym = f"{_e(floor)} {unit}"
+
+    if first is None or sum(e is not None for e in errs) < 2:
+        return QuantityOrder(name, words, unit, errs, orders, floor, "unmeasured",
+                             f"{words}: not measured (fewer than two runs completed)")
+    head = f"{words} error at {runs[first].label} = {_g(hs[first])} s: {_e(errs[first])} {unit}"
+    if errs[first] <= floor:
+        return QuantityOrder(name, words, unit, errs, orders, floor, "round-off",
+                             f"{head}, at round-off (floor {sym}); order not measurable — OK")
+    # The error at the first run is measurable: describe each halving.
+    steps_desc = []
+    for i in range(first, len(runs) - 1):
+        a, b = errs[i], errs[i + 1]
+        if a is None or b is None:
+            break
+        if b <= floor:
+            steps_desc.append(f"{'brings it' if not steps_desc else 'then'} to round-off at {runs[i + 1].label} "
+                              f"(floor {sym})")
+            break
+        steps_desc.append(f"{'divides it' if not steps_desc else 'then'} by {a / b:.2f}")
+    ratio = hs[first] / hs[first + 1] if first + 1 < len(hs) else 2.0
+    verb = "halving Δt" if abs(ratio - 2.0) < 1e-9 else f"dividing Δt by {ratio:.3g}"
+    text = f"{head}; {verb} " + ", ".join(steps_desc) if steps_desc else head
+    expected = f"expected {_g(EXPECTED_ORDER)}"
+    if not measured:
+        return QuantityOrder(name, words, unit, errs, orders, floor, "ok",
+                             f"{text} (order not measurable) — OK")
+    ords = " and ".join(f"{p:.2f}" for _, p in measured)
+    bad = [p for _, p in measured if abs(p - EXPECTED_ORDER) > tol]
+    word = "order" if len(measured) == 1 else "orders"
+    if not bad:
+        return QuantityOrder(name, words, unit, errs, orders, floor, "ok", f"{text} ({word} {ords}; {expected}) — OK")
+    return QuantityOrder(name, words, unit, errs, orders, floor, "off",
+                         f"{text} ({word} {ords}; {expected} ± {_g(tol)}) — NOT second order")
+
+
+def _g(x) -> str:
+    return f"{float(x):.6g}"
+
+
+def _e(x) -> str:
+    return f"{float(x):.2g}" if x == 0 else f"{float(x):.2e}"
+
+
+__all__ = ["verify", "VerifyReport", "StepRun", "ReferenceRun", "QuantityOrder", "EXPECTED_ORDER",
+           "ORDER_TOLERANCE", "ROUND_OFF_FACTOR"]
