@@ -49,6 +49,52 @@ def utc_now() -> str:
     return _dt.datetime.now(_dt.timezone.utc).replace(microsecond=0).isoformat()
 
 
+def _header(f, scenario, attrs: dict) -> None:
+    """Root attributes, ``/scenario`` and the static body and connector datasets."""
+    f.attrs["format"] = FORMAT
+    f.attrs["format_version"] = FORMAT_VERSION
+    f.attrs["mbsim_version"] = __version__
+    f.attrs["scenario_name"] = scenario.name
+    f.attrs["status"] = "running"
+    f.attrs["message"] = "the run is in progress"
+    f.attrs["created_utc"] = utc_now()
+    for k, v in attrs.items():
+        f.attrs[k] = v
+    for k in ("steps", "newton_iterations", "rejected_steps"):
+        f.attrs[k] = 0
+    f.attrs["wall_time_s"] = 0.0
+
+    st = h5py.string_dtype("utf-8")
+    f.create_dataset("scenario", data=scenario.text, dtype=st)
+
+    def static(path, data, dtype, units, desc):
+        if dtype is not None:  # strings: an object array keeps empty lists well-typed
+            data = np.array(list(data), dtype=object)
+        ds = f.create_dataset(path, data=data, dtype=dtype)
+        ds.attrs["units"] = units
+        ds.attrs["description"] = desc
+
+    bodies, conns = scenario.bodies, scenario.connectors
+    static("bodies/name", [b.name for b in bodies], st, "1", "body names, in scenario order")
+    static("bodies/fixed", np.array([b.fixed for b in bodies], dtype=bool), None, "1", "true for fixed bodies")
+    static("bodies/mass", np.array([0.0 if b.fixed else b.mass for b in bodies]), None, "kg",
+           "body mass (0 for fixed bodies)")
+    static("connectors/name", [c.name for c in conns], st, "1", "connector names, in scenario order")
+    static("connectors/type", [c.type for c in conns], st, "1", "connector type")
+    static("connectors/body_a", [c.body_a for c in conns], st, "1", "name of body A")
+    static("connectors/body_b", [c.body_b for c in conns], st, "1", "name of body B")
+
+
+def _frame_shape(path: str, scenario) -> tuple:
+    tail = FRAME_DATASETS[path][0]
+    sizes = {"B": len(scenario.bodies), "C": len(scenario.connectors)}
+    return tuple(sizes.get(d, d) for d in tail)
+
+
+def _frame_dtype(path: str):
+    return np.int32 if path == "solver/iterations" else np.float64
+
+
 class TrajectoryWriter:
     """Write one run to ``path``.
 
@@ -68,9 +114,6 @@ class TrajectoryWriter:
 
     def __init__(self, path, scenario, attrs: dict, flush_frames: int = 256, flush_seconds: float = 2.0):
         self.path = str(path)
-        B = len(scenario.bodies)
-        C = len(scenario.connectors)
-        self._shape = {"B": B, "C": C}
         self.flush_frames = max(1, int(flush_frames))
         self.flush_seconds = flush_seconds
         self._buf: dict[str, list] = {k: [] for k in FRAME_DATASETS}
@@ -78,50 +121,16 @@ class TrajectoryWriter:
         self.frames = 0
 
         f = self.f = h5py.File(self.path, "w")
-        f.attrs["format"] = FORMAT
-        f.attrs["format_version"] = FORMAT_VERSION
-        f.attrs["mbsim_version"] = __version__
-        f.attrs["scenario_name"] = scenario.name
-        f.attrs["status"] = "running"
-        f.attrs["message"] = "the run is in progress"
-        f.attrs["created_utc"] = utc_now()
-        for k, v in attrs.items():
-            f.attrs[k] = v
-        for k in ("steps", "newton_iterations", "rejected_steps"):
-            f.attrs[k] = 0
-        f.attrs["wall_time_s"] = 0.0
-
-        st = h5py.string_dtype("utf-8")
-        f.create_dataset("scenario", data=scenario.text, dtype=st)
-        bodies = scenario.bodies
-        self._static("bodies/name", [b.name for b in bodies], st, "1", "body names, in scenario order")
-        self._static("bodies/fixed", np.array([b.fixed for b in bodies], dtype=bool), None, "1",
-                     "true for fixed bodies")
-        self._static("bodies/mass", np.array([0.0 if b.fixed else b.mass for b in bodies]), None, "kg",
-                     "body mass (0 for fixed bodies)")
-        conns = scenario.connectors
-        self._static("connectors/name", [c.name for c in conns], st, "1", "connector names, in scenario order")
-        self._static("connectors/type", [c.type for c in conns], st, "1", "connector type")
-        self._static("connectors/body_a", [c.body_a for c in conns], st, "1", "name of body A")
-        self._static("connectors/body_b", [c.body_b for c in conns], st, "1", "name of body B")
-
-        for path_, (tail, units, desc) in FRAME_DATASETS.items():
-            shape = tuple(self._shape.get(d, d) for d in tail)
-            dtype = np.int32 if path_ == "solver/iterations" else np.float64
+        _header(f, scenario, attrs)
+        for path_, (_, units, desc) in FRAME_DATASETS.items():
+            shape = _frame_shape(path_, scenario)
             row = int(np.prod(shape)) * 8 or 8
             chunk_rows = int(max(1, min(self.flush_frames, (1 << 20) // row)))
-            ds = f.create_dataset(path_, shape=(0,) + shape, maxshape=(None,) + shape, dtype=dtype,
+            ds = f.create_dataset(path_, shape=(0,) + shape, maxshape=(None,) + shape, dtype=_frame_dtype(path_),
                                   chunks=(chunk_rows,) + tuple(max(1, s) for s in shape))
             ds.attrs["units"] = units
             ds.attrs["description"] = desc
         f.flush()
-
-    def _static(self, path, data, dtype, units, desc):
-        if dtype is not None:  # strings: an object array keeps empty lists well-typed
-            data = np.array(list(data), dtype=object)
-        ds = self.f.create_dataset(path, data=data, dtype=dtype)
-        ds.attrs["units"] = units
-        ds.attrs["description"] = desc
 
     # ------------------------------------------------------------------
     def append(self, frame: dict, iterations: int, residual_norm: float, step: float):
@@ -166,16 +175,26 @@ class TrajectoryWriter:
 
 
 def write_trajectory(path, scenario, frames: dict, attrs: dict, status: str = "completed",
-                     message: str = "", counters: dict | None = None) -> None:
+                     message: str = "", counters: dict | None = None, compression: str | None = None) -> None:
     """Write a whole trajectory at once (e.g. a reference solution) in the OUTPUT.md layout.
 
     ``frames`` maps every per-frame dataset path of FRAME_DATASETS to an array
     stacked over frames (``"time"`` (T,), ``"bodies/position"`` (T, B, 3), …).
+    The datasets are written at their final size (not resizable), and with
+    ``compression="gzip"`` compressed with byte shuffling: a compact file
+    for archiving, such as the test references.
     """
-    T = len(frames["time"])
-    w = TrajectoryWriter(path, scenario, attrs, flush_frames=max(T, 1))
-    keys = [k for k in FRAME_DATASETS if k not in SOLVER_KEYS]
-    for i in range(T):
-        w.append({k: frames[k][i] for k in keys}, int(frames["solver/iterations"][i]),
-                 float(frames["solver/residual_norm"][i]), float(frames["solver/step"][i]))
-    w.close(status, message, counters)
+    with h5py.File(str(path), "w", libver=("v110", "latest")) as f:
+        _header(f, scenario, attrs)
+        for path_, (_, units, desc) in FRAME_DATASETS.items():
+            data = np.asarray(frames[path_], dtype=_frame_dtype(path_))
+            if data.shape[1:] != _frame_shape(path_, scenario):
+                raise ValueError(f"{path_}: shape {data.shape} does not fit the scenario")
+            ds = f.create_dataset(path_, data=data, compression=compression,
+                                  shuffle=compression is not None and data.size > 0)
+            ds.attrs["units"] = units
+            ds.attrs["description"] = desc
+        for k, v in (counters or {}).items():
+            f.attrs[k] = v
+        f.attrs["status"] = status
+        f.attrs["message"] = message

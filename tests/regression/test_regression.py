@@ -1,0 +1,126 @@
+"""Regression suite: every example against its stored reference trajectory.
+
+``tests/reference/<example>.h5`` was produced by mbsim's independent
+reference solver (DOP853 at rtol 1e-11 on the continuous equations of motion,
+no code shared with the generalized-α path; ``make_references.py`` says how
+and regenerates them).  Each example is run by mbsim over the reference's
+span on the reference's frame grid, at its own Δt and at 2Δt.
+
+Tolerances (the one table, TOLERANCE below).  Generalized-α is second order
+(THEORY §2; the verification tests measure 2.00 ± 0.05), so its global error
+is e(Δt) = C Δt² + O(Δt³) with an error constant C that depends on the
+example.  The two runs measure C: y(2Δt) − y(Δt) = 3 C Δt², hence
+e(Δt) ≈ |y(2Δt) − y(Δt)| / 3.  A quantity passes when
+
+    max |y(Δt) − y_ref|  ≤  FACTOR · max |y(2Δt) − y(Δt)| / 3  +  floor
+
+with FACTOR = 2 (room for the O(Δt³) term and for maxima taken at different
+frames) and a floor far below any discretization error (the reference's own
+accuracy and round-off).  A wrong model fails this however small its error
+constant is, because both mbsim runs agree with each other and not with
+the reference; an integrator that lost its second order fails it too
+(a first-order error is |y(2Δt) − y(Δt)|, three times the estimate).
+Besides, every example must meet the absolute accuracy the README claims:
+positions within 1e-4 × the scene size, orientations within 1e-4 rad.
+"""
+from __future__ import annotations
+
+import dataclasses
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from mbsim.driver import run
+from mbsim.io.reader import read_trajectory
+from mbsim.scenario import load_scenario
+from tests.integration._examples_util import ANGLE_TOL, POSITION_TOL, example_paths, rotation_angle, scene_size
+
+REFERENCE_DIR = Path(__file__).resolve().parents[1] / "reference"
+FACTOR = 2.0
+
+# quantity -> (how to measure it from a frames dict, absolute floor)
+TOLERANCE = {
+    "position [m]": ("bodies/position", 1e-9),
+    "rotation angle [rad]": ("bodies/orientation", 1e-9),
+    "velocity [m/s]": ("bodies/velocity", 1e-8),
+    "angular velocity [rad/s]": ("bodies/angular_velocity", 1e-8),
+    "energy [J]": ("energy", 1e-8),
+}
+
+
+def difference(quantity: str, a: dict, b: dict) -> float:
+    """Largest difference of one quantity between two frame dicts on the same grid."""
+    key = TOLERANCE[quantity][0]
+    if key == "bodies/orientation":
+        return float(rotation_angle(a[key], b[key]).max())
+    if key == "energy":
+        return max(float(np.abs(a[f"energy/{k}"] - b[f"energy/{k}"]).max())
+                   for k in ("kinetic", "potential", "dissipated", "external_work"))
+    return float(np.abs(a[key] - b[key]).max())
+
+
+def simulate(sc, ref, step):
+    """mbsim over the reference's span on its frame grid, with time step ``step``."""
+    t = ref["time"]
+    interval = t[1] - t[0]
+    sc = dataclasses.replace(sc, time=dataclasses.replace(sc.time, step=step),
+                             output=dataclasses.replace(sc.output, interval=interval))
+    res = run(sc, write=False, keep_frames=True, end=float(t[-1]))
+    assert res.status == "completed", res.message
+    f = res.frames_data
+    assert np.allclose(f["time"], t, rtol=0, atol=1e-9 * t[-1])
+    return f
+
+
+def regression_errors(path: Path) -> dict:
+    """Per quantity: (error against the reference at Δt, allowed error)."""
+    sc = load_scenario(str(path))
+    ref_file = REFERENCE_DIR / f"{path.stem}.h5"
+    if not ref_file.exists():
+        pytest.fail(f"no reference for {path.name}: run python tests/reference/make_references.py {path.stem}")
+    ref = read_trajectory(ref_file)
+    assert ref["scenario"] == sc.text, (
+        f"{path.name} changed since its reference was made: run "
+        f"python tests/reference/make_references.py {path.stem}")
+    fine = simulate(sc, ref, sc.time.step)
+    coarse = simulate(sc, ref, 2 * sc.time.step)
+    out = {}
+    for q, (_, floor) in TOLERANCE.items():
+        out[q] = (difference(q, fine, ref), FACTOR * difference(q, coarse, fine) / 3 + floor)
+    out["_scene"] = scene_size(sc)
+    return out
+
+
+@pytest.mark.parametrize("path", example_paths(), ids=lambda p: p.stem)
+def test_example_matches_its_reference(path):
+    errs = regression_errors(path)
+    scene = errs.pop("_scene")
+    failures = {q: e for q, e in errs.items() if not e[0] <= e[1]}
+    assert not failures, "\n".join(f"{q}: error {e:.3e} > allowed {tol:.3e}" for q, (e, tol) in failures.items())
+    assert errs["position [m]"][0] <= POSITION_TOL * scene
+    assert errs["rotation angle [rad]"][0] <= ANGLE_TOL
+
+
+@pytest.mark.parametrize("mutation", ["flipped damper sign", "arm moment left out"])
+def test_the_suite_fails_on_a_wrong_model(mutation, monkeypatch):
+    """The same check on the pendulum example with a deliberately wrong model must fail."""
+    import mbsim.elements.base as base
+    import mbsim.elements.damper as damper_mod
+    if mutation == "flipped damper sign":
+        original = damper_mod.Damper.evaluate
+
+        def flipped(self, kin, tangent=None):
+            ev = original(self, kin, tangent)
+            return dataclasses.replace(ev, residual=-ev.residual, force=-ev.force,
+                                       tangent=None if ev.tangent is None else -ev.tangent)
+        monkeypatch.setattr(damper_mod.Damper, "evaluate", flipped)
+    else:  # the moment z × f of the point forces about the centres is dropped from the residual
+        def no_arm(f, m, pA, pB):
+            return np.concatenate((f, m, -f, -m), axis=1)
+        monkeypatch.setattr(base, "pair_residual", no_arm)
+        for mod in ("spring", "damper"):
+            monkeypatch.setattr(f"mbsim.elements.{mod}.pair_residual", no_arm)
+    errs = regression_errors(REFERENCE_DIR.parents[1] / "scenarios" / "pendulum.yaml")
+    errs.pop("_scene")
+    assert any(e > tol for e, tol in errs.values()), errs
