@@ -16,12 +16,20 @@ exact motion, THEORY §9; its error is its drift).  Accelerations are not
 measured: generalized-α's acceleration is an algorithmic variable that is
 not second-order accurate at the frame times.
 
-An error can only be measured down to a floor set by round-off and by the
-reference solver's own tolerance: ``ROUND_OFF_FACTOR · reference_rtol ·
-scale``, with ``scale`` the largest magnitude of the quantity in the
-reference (1 rad for rotations).  Errors below it -- e.g. free fall, whose
-motion the scheme reproduces exactly -- are reported as "at round-off" and
-their order as not measurable; that is a pass.
+An error can only be measured down to a *floor*, the larger of
+
+- the reference solver's own error, estimated by solving a second time at
+  ``REFERENCE_CHECK_FACTOR`` times its ``rtol`` and taking the difference
+  (DOP853's global error scales about linearly with its tolerance, so the
+  difference is ~10× the error of the tight solution: an error above it is
+  measured to ~10 %, enough for its order to ±0.15);
+- accumulated round-off, ``ROUND_OFF_FACTOR · n · ε · scale``, with ``n``
+  the steps of the finest run, ε the machine epsilon and ``scale`` the
+  largest magnitude of the quantity in the reference (1 rad for rotations).
+
+Errors below it -- e.g. free fall, whose motion the scheme reproduces
+exactly -- are reported as "at round-off" and their order as not
+measurable; that is a pass.
 """
 from __future__ import annotations
 
@@ -39,10 +47,13 @@ from .scenario.spec import Scenario
 
 EXPECTED_ORDER = 2.0
 ORDER_TOLERANCE = 0.3
-# Errors below ROUND_OFF_FACTOR · reference_rtol · scale cannot be told apart
-# from the reference solver's own error (DOP853 keeps its global error within
-# ~10-100× its rtol on smooth problems).
-ROUND_OFF_FACTOR = 100.0
+# Accumulated round-off of n steps is bounded by ~n·ε·scale when the errors of
+# the steps add up; the factor covers the operations per step and the
+# reference's own round-off (observed: 5e-12 m after 200 steps of free fall
+# at 10 m, i.e. 25·n·ε·scale).
+ROUND_OFF_FACTOR = 1000.0
+# The reference is solved again at this multiple of its rtol to estimate its error.
+REFERENCE_CHECK_FACTOR = 10.0
 
 _ENERGIES = ("energy/kinetic", "energy/potential", "energy/dissipated", "energy/external_work")
 
@@ -104,9 +115,11 @@ class ReferenceRun:
     rtol, atol : float
         Its tolerances.
     nfev : int
-        Right-hand-side evaluations.
+        Right-hand-side evaluations (both solves).
     wall_time_s : float
-        Wall time [s].
+        Wall time of both solves [s].
+    check_rtol : float
+        rtol of the second, looser solve that estimates the reference's error.
     """
 
     status: str
@@ -116,6 +129,7 @@ class ReferenceRun:
     atol: float
     nfev: int = 0
     wall_time_s: float = 0.0
+    check_rtol: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -123,7 +137,8 @@ class ReferenceRun:
 
     def to_dict(self) -> dict:
         return {"status": self.status, "message": self.message, "method": self.method, "rtol": self.rtol,
-                "atol": self.atol, "nfev": self.nfev, "wall_time_s": self.wall_time_s}
+                "atol": self.atol, "check_rtol": self.check_rtol, "nfev": self.nfev,
+                "wall_time_s": self.wall_time_s}
 
 
 @dataclass
@@ -143,7 +158,8 @@ class QuantityOrder:
     orders : list of float or None
         Observed order between consecutive runs; None where not measurable.
     floor : float
-        Smallest measurable error [unit] (round-off and reference tolerance).
+        Smallest measurable error [unit]: the larger of the reference's
+        estimated error and accumulated round-off.
     status : str
         ``ok`` (orders as expected), ``off`` (an order outside the expected
         band), ``round-off`` (errors at the floor) or ``unmeasured`` (runs or
@@ -243,6 +259,8 @@ def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[S
         to it, so that the frames of all runs coincide.
     reference_rtol : float
         Relative tolerance of the reference solver (absolute: a tenth of it).
+        A second solve at ``REFERENCE_CHECK_FACTOR`` times it estimates the
+        reference's error (the floor below which errors are not measured).
     order_tolerance : float
         An observed order passes within ``2 ± order_tolerance``.
     on_run : callable, optional
@@ -291,13 +309,13 @@ def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[S
     elif not done:
         ref = ReferenceRun("skipped", "no generalized-α run completed", "DOP853", reference_rtol, ref_atol)
     else:
-        ref, ref_frames = _reference(scenario, done, reference_rtol, ref_atol)
+        ref, ref_frames, check_frames = _reference(scenario, done, reference_rtol, ref_atol)
     if on_run is not None and ref.status != "skipped":
         on_run(ref)
 
     quantities = []
     if ref.ok:
-        quantities = _orders(runs, ref_frames, reference_rtol, order_tolerance)
+        quantities = _orders(runs, ref_frames, check_frames, order_tolerance)
     for r in runs:  # the frames are large; the report keeps the numbers only
         r.frames_data = None
     return VerifyReport(scenario.name, span, interval, runs, ref, quantities,
@@ -335,12 +353,16 @@ def _reference(scenario, done, rtol, atol):
     # times closer than round-off so that each run finds its frames.
     keep = np.concatenate(([True], np.diff(times) > 1e-9 * max(float(times[-1]), 1e-300)))
     times = times[keep]
+    k = REFERENCE_CHECK_FACTOR
+    check_rtol = float(f"{k * rtol:.12g}")  # 1e-10, not 9.999999999999999e-11, in reports
     try:
         sol = solve_reference(scenario, times, rtol=rtol, atol=atol)
+        check = solve_reference(scenario, times, rtol=check_rtol, atol=k * atol)
     except (RuntimeError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
-        return ReferenceRun("failed", str(exc), "DOP853", rtol, atol), None
-    return (ReferenceRun("completed", "", sol.method, rtol, atol, sol.nfev, sol.wall_time_s),
-            sol.frames())
+        return ReferenceRun("failed", str(exc), "DOP853", rtol, atol, check_rtol=check_rtol), None, None
+    return (ReferenceRun("completed", "", sol.method, rtol, atol, sol.nfev + check.nfev,
+                         sol.wall_time_s + check.wall_time_s, check_rtol),
+            sol.frames(), check.frames())
 
 
 _QUANTITIES = (  # name, words, unit
@@ -372,9 +394,11 @@ def _errors_and_scales(f: dict, ref: dict) -> tuple[dict, dict]:
     return e, s
 
 
-def _orders(runs, ref_frames, reference_rtol, order_tolerance) -> list:
+def _orders(runs, ref_frames, check_frames, order_tolerance) -> list:
     """Errors, orders and verdicts of every quantity."""
     t_ref = ref_frames["time"]
+    ref_error, _ = _errors_and_scales(check_frames, ref_frames)
+    n_steps = max(r.steps for r in runs if r.ok)
     errors = {n: [None] * len(runs) for n, _, _ in _QUANTITIES}
     scale = {n: 0.0 for n, _, _ in _QUANTITIES}
     for i, r in enumerate(runs):
@@ -390,7 +414,7 @@ def _orders(runs, ref_frames, reference_rtol, order_tolerance) -> list:
             scale[n] = max(scale[n], s[n])
     out = []
     for name, words, unit in _QUANTITIES:
-        floor = ROUND_OFF_FACTOR * reference_rtol * scale[name]
+        floor = max(ref_error[name], ROUND_OFF_FACTOR * n_steps * np.finfo(float).eps * scale[name])
         out.append(_judge(name, words, unit, runs, errors[name], floor, order_tolerance))
     return out
 
@@ -398,7 +422,7 @@ def _orders(runs, ref_frames, reference_rtol, order_tolerance) -> list:
 def _judge(name, words, unit, runs, errs, floor, tol) -> QuantityOrder:
     """Orders of consecutive runs and the plain-words verdict."""
     hs = [r.step for r in runs]
-    orders, notes = [], []
+    orders = []
     for i in range(len(runs) - 1):
         a, b = errs[i], errs[i + 1]
         if a is None or b is None or a <= floor or b <= floor:
@@ -413,27 +437,35 @@ def _judge(name, words, unit, runs, errs, floor, tol) -> QuantityOrder:
         return QuantityOrder(name, words, unit, errs, orders, floor, "unmeasured",
                              f"{words}: not measured (fewer than two runs completed)")
     head = f"{words} error at {runs[first].label} = {_g(hs[first])} s: {_e(errs[first])} {unit}"
+    if all(e == 0 for e in errs if e is not None):  # e.g. the rotation of bodies that never turn
+        return QuantityOrder(name, words, unit, errs, orders, floor, "round-off",
+                             f"{words} error: exactly 0 in every run (reproduced exactly); order not "
+                             f"measurable — OK")
     if errs[first] <= floor:
         return QuantityOrder(name, words, unit, errs, orders, floor, "round-off",
                              f"{head}, at round-off (floor {sym}); order not measurable — OK")
     # The error at the first run is measurable: describe each halving.
-    steps_desc = []
+    steps_desc, reached_floor = [], False
     for i in range(first, len(runs) - 1):
         a, b = errs[i], errs[i + 1]
         if a is None or b is None:
             break
         if b <= floor:
-            steps_desc.append(f"{'brings it' if not steps_desc else 'then'} to round-off at {runs[i + 1].label} "
-                              f"(floor {sym})")
+            steps_desc.append(f"{'brings it' if not steps_desc else 'then'} below the round-off floor of {sym} "
+                              f"at {runs[i + 1].label}")
+            reached_floor = True
             break
         steps_desc.append(f"{'divides it' if not steps_desc else 'then'} by {a / b:.2f}")
     ratio = hs[first] / hs[first + 1] if first + 1 < len(hs) else 2.0
     verb = "halving Δt" if abs(ratio - 2.0) < 1e-9 else f"dividing Δt by {ratio:.3g}"
     text = f"{head}; {verb} " + ", ".join(steps_desc) if steps_desc else head
     expected = f"expected {_g(EXPECTED_ORDER)}"
-    if not measured:
+    if not measured and reached_floor:
         return QuantityOrder(name, words, unit, errs, orders, floor, "ok",
                              f"{text} (order not measurable) — OK")
+    if not measured:  # runs next to each other did not both complete
+        return QuantityOrder(name, words, unit, errs, orders, floor, "unmeasured",
+                             f"{text}; order not measured (a run in between did not complete)")
     ords = " and ".join(f"{p:.2f}" for _, p in measured)
     bad = [p for _, p in measured if abs(p - EXPECTED_ORDER) > tol]
     word = "order" if len(measured) == 1 else "orders"
@@ -452,4 +484,4 @@ def _e(x) -> str:
 
 
 __all__ = ["verify", "VerifyReport", "StepRun", "ReferenceRun", "QuantityOrder", "EXPECTED_ORDER",
-           "ORDER_TOLERANCE", "ROUND_OFF_FACTOR"]
+           "ORDER_TOLERANCE", "ROUND_OFF_FACTOR", "REFERENCE_CHECK_FACTOR"]

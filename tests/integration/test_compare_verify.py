@@ -319,6 +319,22 @@ def test_verify_library_and_custom_steps():
         verify(sc, end=1e-3)
 
 
+@pytest.mark.parametrize("errors, status, words", [
+    ([1e-4, 5e-5, 2.5e-5], "off", "(orders 1.00 and 1.00; expected 2 ± 0.3) — NOT second order"),
+    ([1e-8, 2.5e-9, 1e-13], "ok", "divides it by 4.00, then below the round-off floor of 1.00e-12 m at Δt/4 "
+                                  "(order 2.00; expected 2) — OK"),
+    ([1e-4, None, 6e-6], "unmeasured", "order not measured (a run in between did not complete)"),
+    ([1e-13, 2e-13, 1e-13], "round-off", "at round-off (floor 1.00e-12 m); order not measurable — OK"),
+])
+def test_verdict_wording(errors, status, words):
+    """How the measured errors (made up here: this is about the classification) are put in words."""
+    from mbsim.verify import StepRun, _judge
+    runs = [StepRun(h, label, "completed" if e is not None else "failed", "", 1, 1, 0.1, 3)
+            for h, label, e in zip((4e-3, 2e-3, 1e-3), ("Δt", "Δt/2", "Δt/4"), errors)]
+    q = _judge("position", "position", "m", runs, errors, 1e-12, 0.3)
+    assert q.status == status and words in q.verdict, q.verdict
+
+
 def test_verify_an_order_other_than_two_is_exit_1(tmp_path, capsys, monkeypatch):
     import mbsim.verify
     monkeypatch.setattr(mbsim.verify, "EXPECTED_ORDER", 3.0)  # rotation converges at 2, not 3
@@ -336,6 +352,21 @@ def test_verify_failed_runs_are_exit_3(tmp_path, capsys):
     cap = capsys.readouterr()
     assert "FAILED" in cap.out and "NOT VERIFIED" in cap.out
     assert "the run at Δt = 0.125 s failed" in cap.err and "mbsim run" in cap.err
+
+
+def test_verify_reference_failure_is_exit_3(tmp_path, capsys, monkeypatch):
+    import mbsim.verify
+
+    def fail(*args, **kw):
+        raise RuntimeError("reference solver (DOP853) failed: Required step size is less than spacing "
+                           "between numbers.")
+    monkeypatch.setattr(mbsim.verify, "solve_reference", fail)
+    p = write(tmp_path / "fall.yaml", FREE_FALL)
+    assert main(["verify", str(p), "--end", "0.05"]) == 3
+    cap = capsys.readouterr()
+    assert "reference DOP853 (rtol 1e-11, checked at 1e-10): FAILED" in cap.out
+    assert "the reference solver failed: reference solver (DOP853) failed: Required step size" in cap.err
+    assert "--reference-rtol" in cap.err and "shorter --end" in cap.err
 
 
 def test_verify_invalid_scenario_and_options_are_exit_2(tmp_path, capsys):
