@@ -1,14 +1,13 @@
 """The time loop: step sequence, output cadence, progress bar, stopping rules.
 
-The driver composes a model, an integrator, a writer and a progress meter
-and decides what to do with each step's outcome.  Today a failed step ends
-the run (status ``failed``); step cut-back will slot in at
-:meth:`_Loop.advance`, which already separates "the step I want" from "the
-step the integrator managed".
+The driver composes a model, an integrator, a step-size controller
+(:mod:`mbsim.stepping`), a writer and a progress meter, and decides what to
+do with each step's outcome: accept it, let the controller retry it with a
+smaller step, or end the run (status ``failed``) with a message that says
+where, why and what was tried.
 """
 from __future__ import annotations
 
-import math
 import os
 import signal
 import sys
@@ -22,6 +21,7 @@ from .diagnostics import energy_drift, frame_quantities
 from .integrators import INTEGRATORS
 from .model.model import Model
 from .scenario.spec import Scenario
+from .stepping import controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
 
 EXIT_OK, EXIT_INVALID, EXIT_SOLVER, EXIT_INTERRUPTED = 0, 2, 3, 130
 
@@ -76,23 +76,6 @@ class RunSummary:
     @property
     def iterations_per_step(self) -> float:
         return self.newton_iterations / self.steps if self.steps else 0.0
-
-
-def step_schedule(end: float, step: float, interval: float):
-    """Steps and frames of a fixed-step run.
-
-    Returns ``(n_full, last, every)``: ``n_full`` steps of size ``step`` (a
-    remainder below 1e-9 of a step is absorbed), an optional final shorter
-    step of size ``last`` (0 if none), and a frame every ``every`` steps.  The
-    final state is always a frame.
-    """
-    ratio = end / step
-    n_full = int(math.floor(ratio + 1e-9))
-    last = end - n_full * step
-    if last <= 1e-9 * step:
-        last = 0.0
-    every = max(1, int(round(interval / step)))
-    return n_full, last, every
 
 
 class _SignalGuard:
@@ -152,6 +135,7 @@ class _Loop:
         self.sc, self.model, self.integ = scenario, model, integ
         self.out, self.progress, self.keep, self.on_step = out, progress, keep_frames, on_step
         self.writer = None
+        self.controller = None
         self.frames = 0
         self.last_frame_t = 0.0
         self.energies: dict[str, list] = {k: [] for k in ("kinetic", "potential", "dissipated", "external_work")}
@@ -168,11 +152,12 @@ class _Loop:
             "newton_max_iterations": sc.integrator.max_iterations,
             "newton_rtol": sc.integrator.rtol, "newton_atol": sc.integrator.atol,
             "time_step": sc.time.step, "time_end": sc.time.end, "output_interval": sc.output.interval,
+            "time_adaptive": sc.time.adaptive, "time_min_step": sc.time.min_step,
         }
 
     def _counters(self, wall):
         return {"steps": self.integ.n_steps, "newton_iterations": self.integ.n_iterations,
-                "rejected_steps": 0, "wall_time_s": wall}
+                "rejected_steps": self.controller.rejected if self.controller else 0, "wall_time_s": wall}
 
     def _frame(self, s, iterations, rnorm, dt):
         fr = frame_quantities(self.model, s)
@@ -204,35 +189,40 @@ class _Loop:
             with _SignalGuard():
                 s = integ.initial_state()
                 self._frame(s, 0, 0.0, 0.0)
-                n_full, last, every = step_schedule(sc.time.end, sc.time.step, sc.output.interval)
-                n_total = n_full + (1 if last else 0)
+                ctl = self.controller = controller_for(sc)
                 if self.progress:
                     bar = _progress_bar(sc)
                 last_bar = 0.0
-                for k in range(1, n_total + 1):
-                    t_target = k * sc.time.step if k <= n_full else sc.time.end
+                k = 0  # attempted step number, for messages
+                while not ctl.done(s.t):
+                    t_target, is_frame = ctl.target(s.t)
                     dt = t_target - s.t
+                    k += 1
                     res = integ.step(s, dt)
                     if self.on_step is not None:
                         self.on_step(res)
                     if not res.ok:
+                        why = ctl.rejected_step(res, s.t, dt)
+                        if why is None:
+                            continue  # retry with the smaller step the controller chose
                         status, code, failure = "failed", EXIT_SOLVER, res.status.value
-                        # Frames are stored every `every` steps, so the last one may lie
+                        # Frames are stored every few steps, so the last one may lie
                         # before s.t: name the time that is really there.
                         message = (f"step {k} from t = {s.t:.9g} s to t = {t_target:.9g} s (dt = {dt:.3g} s) "
                                    f"failed: {res.message}; residual norm {res.residual_norm:.3e} after "
-                                   f"{res.iterations} Newton iterations. The last frame stored is at "
+                                   f"{res.iterations} Newton iterations; {why}. The last frame stored is at "
                                    f"t = {self.last_frame_t:.9g} s.")
                         break
                     s = replace(res.state, t=t_target)
-                    if k % every == 0 or k == n_total:
+                    ctl.accepted(res)
+                    if is_frame:
                         self._frame(s, res.iterations, res.residual_norm, dt)
                     if bar is not None and time.monotonic() - last_bar > 0.1:
                         last_bar = time.monotonic()
-                        _bar_update(bar, s.t, integ, last_bar - t_start)
+                        _bar_update(bar, s.t, integ, last_bar - t_start, ctl)
                 if status == "completed":
-                    message = (f"completed: {integ.n_steps} steps, {integ.n_iterations} Newton iterations, "
-                               f"t = {s.t:.9g} s")
+                    message = (f"completed: {integ.n_steps} steps ({ctl.rejected} rejected), "
+                               f"{integ.n_iterations} Newton iterations, t = {s.t:.9g} s")
         except Interrupted as exc:
             status, code = "interrupted", EXIT_INTERRUPTED
             message = f"interrupted by {exc} at t = {s.t if s else 0.0:.9g} s"
@@ -247,7 +237,7 @@ class _Loop:
         finally:
             if bar is not None:
                 if s is not None and status == "completed":
-                    _bar_update(bar, s.t, integ, time.monotonic() - t_start)
+                    _bar_update(bar, s.t, integ, time.monotonic() - t_start, self.controller)
                 bar.close()
         wall = time.monotonic() - t_start
         if self.writer is not None:
@@ -257,7 +247,8 @@ class _Loop:
         data = None
         if self.keep:
             data = {k: np.asarray(v) for k, v in self.kept.items()}
-        return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, 0,
+        rejected = self.controller.rejected if self.controller else 0
+        return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, rejected,
                           wall, self.frames, drift, rel, linear_solver=integ.solver.kind, exit_code=code,
                           failure=failure, frames_data=data)
 
@@ -281,11 +272,12 @@ def _progress_bar(sc):
                                               "[{elapsed}<{remaining}{postfix}]")
 
 
-def _bar_update(bar, t, integ, wall):
+def _bar_update(bar, t, integ, wall, ctl):
     bar.n = min(t, bar.total)
     steps = integ.n_steps
+    extra = f", dt {ctl.dt:.2g} s, {ctl.rejected} rejected" if ctl.adaptive else ""
     bar.set_postfix_str(f"{steps / wall if wall > 0 else 0:.0f} steps/s, "
-                        f"{integ.n_iterations / steps if steps else 0:.2f} it/step", refresh=False)
+                        f"{integ.n_iterations / steps if steps else 0:.2f} it/step{extra}", refresh=False)
     bar.refresh()
 
 

@@ -126,8 +126,9 @@ class TrajectoryWriter:
             shape = _frame_shape(path_, scenario)
             row = int(np.prod(shape)) * 8 or 8
             chunk_rows = int(max(1, min(self.flush_frames, (1 << 20) // row)))
-            ds = f.create_dataset(path_, shape=(0,) + shape, maxshape=(None,) + shape, dtype=_frame_dtype(path_),
-                                  chunks=(chunk_rows,) + tuple(max(1, s) for s in shape))
+            # an empty axis (no connectors) must be extendible for HDF5 to accept a chunk of 1 along it
+            ds = f.create_dataset(path_, shape=(0,) + shape, maxshape=(None,) + tuple(s or None for s in shape),
+                                  dtype=_frame_dtype(path_), chunks=(chunk_rows,) + tuple(max(1, s) for s in shape))
             ds.attrs["units"] = units
             ds.attrs["description"] = desc
         f.flush()

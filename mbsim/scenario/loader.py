@@ -19,6 +19,11 @@ SCENARIO.md leaves open, made here:
   but not stored;
 - names are any non-blank text; a number, boolean or null where a name
   belongs is refused (quote it).
+
+Extension of SCENARIO.md (allowed by its "the program may accept more"):
+``time.adaptive`` (true/false, default false) switches on step cut-back and
+regrowth (mbsim.stepping); ``time.min_step`` (> 0, ≤ ``time.step``, default
+1e-6 · ``time.step``) is the smallest step it may cut to.
 """
 from __future__ import annotations
 
@@ -54,6 +59,7 @@ _SYMMETRY_RTOL = 1e-9
 _EIGEN_RTOL = 1e-12
 _UNIT_TOL = 1e-6
 _MULTIPLE_RTOL = 1e-9
+DEFAULT_MIN_STEP = 1e-6  # time.min_step default, as a fraction of time.step (about 20 halvings)
 
 
 # --------------------------------------------------------------------------
@@ -217,7 +223,7 @@ def _items(r: Reader, m: Map, key: str, read) -> list:
 
 def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
     node = r.require(top, "time")
-    m = None if node is None else r.mapping(node, "time", ("end", "step"))
+    m = None if node is None else r.mapping(node, "time", ("end", "step", "adaptive", "min_step"))
     if m is None:
         return None
     end_node, step_node = r.require(m, "end"), r.require(m, "step")
@@ -229,7 +235,15 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
         r.report("time.step", step_node, f"time.step must not exceed time.end ({end_node.value}), "
                                          f"got {step_node.value}")
         return None
-    return TimeSpec(end=end, step=step)
+    adaptive = _optional(r, m, "adaptive", r.boolean, False)
+    min_step = _optional(r, m, "min_step", lambda n, p: r.number(n, p, ">0"), DEFAULT_MIN_STEP * step)
+    if min_step is not None and min_step > step:
+        r.report("time.min_step", m.get("min_step"),
+                 f"must not exceed time.step ({step_node.value}), got {m.get('min_step').value}")
+        return None
+    if adaptive is None or min_step is None:
+        return None
+    return TimeSpec(end=end, step=step, adaptive=adaptive, min_step=min_step)
 
 
 def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:

@@ -162,8 +162,13 @@ class LoadSpec:
 
 @dataclass(frozen=True)
 class TimeSpec:
+    """``time``: end and step; with ``adaptive`` the step is the initial and
+    largest one and a failed step is halved down to ``min_step``."""
+
     end: float
     step: float
+    adaptive: bool = False
+    min_step: Optional[float] = None  # resolved by the loader: default 1e-6 · step
 
 
 @dataclass(frozen=True)

