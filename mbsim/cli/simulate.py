@@ -1,0 +1,250 @@
+"""``mbsim validate``, ``mbsim run`` and ``mbsim info``."""
+from __future__ import annotations
+
+import json
+import math
+import os
+import signal
+import sys
+import time
+
+from .. import driver
+from ._util import (EXIT_INVALID, EXIT_OK, _count, _describe, _err, _g, _isatty, _out, _plain, _positive_time,
+                    _report_invalid)
+
+def register(sub, common, fmt) -> None:
+    """Add the subcommand(s) of this module to ``sub``."""
+    v = sub.add_parser("validate", parents=[common], formatter_class=fmt,
+                       help="check a scenario file and report every problem",
+                       description="Load and validate a scenario file (SCENARIO.md) without running it.",
+                       epilog="exit codes: 0 valid, 2 invalid (every problem is listed with its line)\n\n"
+                              "example:\n  mbsim validate pendulum.yaml")
+    v.add_argument("file", metavar="FILE", help="scenario file (YAML)")
+    v.set_defaults(handler=_cmd_validate)
+
+    r = sub.add_parser("run", parents=[common], formatter_class=fmt,
+                       help="simulate a scenario and write its trajectory (HDF5)",
+                       description="Simulate a scenario and write its trajectory file (OUTPUT.md).",
+                       epilog="exit codes: 0 completed, 2 invalid scenario or output path, 3 solver failure,\n"
+                              "4 internal error, 130 interrupted\n\n"
+                              "example:\n  mbsim run pendulum.yaml -o out/pendulum.h5 --end 0.5")
+    r.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
+    r.add_argument("-o", "--output", metavar="OUT",
+                   help="result file; default: output.file of the scenario, else outputs/<name>.h5")
+    r.add_argument("--end", type=_positive_time, metavar="T",
+                   help="stop at time T [s] instead of the scenario's time.end")
+    r.add_argument("--quiet", action="store_true", help="print only errors")
+    r.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (it is shown only when stderr is a terminal anyway)")
+    r.set_defaults(handler=_cmd_run)
+
+    i = sub.add_parser("info", parents=[common], formatter_class=fmt,
+                       help="summarize a result file",
+                       description="Summarize a trajectory file written by `mbsim run`.",
+                       epilog="exit codes: 0 ok, 2 missing file or not an mbsim result\n\n"
+                              "example:\n  mbsim info out/pendulum.h5 --json")
+    i.add_argument("result", metavar="RESULT", help="result file (.h5)")
+    i.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    i.set_defaults(handler=_cmd_info)
+
+def _cmd_validate(args) -> int:
+    from ..scenario import ScenarioError, load_scenario
+    try:
+        sc = load_scenario(args.file)
+    except ScenarioError as exc:
+        _report_invalid(exc, run=False)
+        return EXIT_INVALID
+    _out(f"{args.file}: valid ({_describe(sc)})")
+    return EXIT_OK
+
+
+def _cmd_run(args) -> int:
+    from ..scenario import ScenarioError, load_scenario
+    try:
+        sc = load_scenario(args.scenario)
+    except ScenarioError as exc:
+        _report_invalid(exc, run=True)
+        return EXIT_INVALID
+    out = args.output if args.output is not None else sc.output_file
+    args.output_path, args.started = out, time.time()  # for the internal-error note in main()
+    if os.path.isdir(out):  # caught here too so the model is not built for nothing
+        _err(f"cannot write the result file {out}: it is a directory; give a file name with -o, "
+             f"e.g. -o {os.path.join(out, sc.name + '.h5')}")
+        return EXIT_INVALID
+    progress = not args.quiet and not args.no_progress and _isatty(sys.stderr)
+    if not args.quiet:
+        _out(f"running {sc.name} ({_describe(sc, args.end)}) → {out}")
+    try:
+        with _sigterm_as_interrupt():
+            summary = driver.run(sc, out, progress=progress, end=args.end)
+    except driver.OutputFileError as exc:
+        _err(f"{exc}; choose another path with -o OUT")
+        return EXIT_INVALID
+    if summary.status == "completed":
+        if not args.quiet:
+            _out(format_summary(summary, sc))
+    else:
+        _err(format_summary(summary, sc))
+        if summary.status == "failed":
+            _err(format_hints(summary, sc))
+    return summary.exit_code
+
+
+def format_summary(s: "driver.RunSummary", sc) -> str:
+    """The closing summary of ``mbsim run`` (status, work, wall time, energy drift, output).
+
+    Parameters
+    ----------
+    s : RunSummary
+        What :func:`mbsim.driver.run` returned.
+    sc : Scenario
+        The scenario that was run (for its name and time step).
+    """
+    rate = s.steps / s.wall_time_s if s.wall_time_s > 0 else float("nan")
+    head = {"completed": f"completed: {sc.name}, t = 0 … {_g(s.t_end)} s",
+            "failed": f"FAILED: {sc.name}, solver gave up after t = {_g(s.t_end)} s",
+            "interrupted": f"interrupted: {sc.name}, stopped at t = {_g(s.t_end)} s"}[s.status]
+    lines = [head]
+    if s.status != "completed":
+        lines.append(f"  {s.message}")
+    lines += [
+        f"  steps          {s.steps} (Δt = {_g(sc.time.step)} s)",
+        f"  Newton         {s.newton_iterations} iterations"
+        + (f", {s.iterations_per_step:.2f} per step" if s.steps else "") + f"; {s.linear_solver}",
+        f"  wall time      {s.wall_time_s:.3g} s ({rate:.4g} steps/s)",
+        f"  energy drift   {s.energy_drift_J:.3e} J ({s.energy_drift_relative:.3e} relative)",
+    ]
+    where = f" → {s.output}" if s.output else " (kept in memory)"
+    state = "" if s.status == "completed" else f" (status: {s.status})"
+    lines.append(f"  output         {_count(s.frames, 'frame')}{where}{state}")
+    if s.status == "interrupted" and s.output:
+        lines.append(f"  the frames up to the stop are readable (mbsim info {s.output}); "
+                     f"run again to get the full time span")
+    return "\n".join(lines)
+
+
+def format_hints(s: "driver.RunSummary", sc) -> str:
+    """What to try after a solver failure, most specific first."""
+    if s.failure == "degenerate":
+        # A geometric dead end: a smaller step or more iterations reach the same point.
+        return ("what to try:\n"
+                "  - a spring with a positive rest_length reached zero length, where its direction is "
+                "undefined: move its insertion points apart, set rest_length: 0 (a zero-length spring), "
+                "or keep the bodies from meeting (check initial velocities, loads and gravity)")
+    hints = []
+    if s.failure == "nonfinite":
+        hints.append("numbers overflowed: look for extreme values in loads, stiffness or initial velocities")
+    hints.append(f"a smaller time.step (now {_g(sc.time.step)} s; try {_g(sc.time.step / 4)} s)")
+    stiff = _stiffest_spring(sc)
+    if stiff is not None and sc.time.step > stiff[1] / 20:
+        name, period, k, m = stiff
+        hints.append(f"spring '{name}' (k = {_g(k)} on {_g(m)} kg) oscillates with period {period:.3g} s: "
+                     f"resolve it with time.step ≲ {period / 20:.3g} s, or soften it / check its mass")
+    else:
+        hints.append("check stiffness and masses: values many orders of magnitude apart make the "
+                     "system hard to solve")
+    if sc.integrator.tangent != "consistent":
+        hints.append(f"integrator: {{tangent: consistent}} (now {sc.integrator.tangent}): the exact "
+                     "linearization converges quadratically")
+    if s.failure == "max_iterations":
+        hints.append(f"more Newton iterations: integrator.newton.max_iterations "
+                     f"(now {sc.integrator.max_iterations})")
+    return "what to try:\n" + "\n".join(f"  - {h}" for h in hints)
+
+
+def _stiffest_spring(sc):
+    """``(name, period [s], k, effective mass)`` of the spring with the shortest period, or None."""
+    mass = {b.name: (math.inf if b.fixed else b.mass) for b in sc.bodies}
+    best = None
+    for c in sc.connectors:
+        if c.type != "spring" or not c.stiffness:
+            continue
+        ma, mb = mass.get(c.body_a, math.inf), mass.get(c.body_b, math.inf)
+        m = ma * mb / (ma + mb) if math.isfinite(ma) and math.isfinite(mb) else min(ma, mb)
+        period = 2 * math.pi * math.sqrt(m / c.stiffness)
+        if best is None or period < best[1]:
+            best = (c.name, period, c.stiffness, m)
+    return best
+
+
+class _sigterm_as_interrupt:
+    """SIGTERM → KeyboardInterrupt while a run is set up, so `kill` is exit 130, not a silent death.
+
+    The driver installs its own handler for the time loop (and marks the
+    file ``interrupted``); this one covers the moments before and after.
+    """
+
+    def __enter__(self):
+        self.old = None
+        try:
+            self.old = signal.signal(signal.SIGTERM, self._raise)
+        except ValueError:  # not in the main thread: leave signals alone
+            pass
+        return self
+
+    @staticmethod
+    def _raise(signum, frame):
+        raise KeyboardInterrupt(signal.Signals(signum).name)
+
+    def __exit__(self, *exc):
+        if self.old is not None:
+            signal.signal(signal.SIGTERM, self.old)
+        return False
+
+
+def _cmd_info(args) -> int:
+    from ..io.reader import ResultFileError, read_summary
+    path = args.result
+    hint = "give the path of a .h5 file written by `mbsim run`"
+    if not os.path.exists(path):
+        _err(f"{path}: no such file; {hint}")
+        return EXIT_INVALID
+    if os.path.isdir(path):
+        _err(f"{path}: is a directory; {hint}")
+        return EXIT_INVALID
+    try:
+        info = read_summary(path)
+    except ResultFileError as exc:
+        _err(f"{exc}; {hint}")
+        return EXIT_INVALID
+    except (KeyError, ValueError, OSError) as exc:
+        # Right format attribute, missing datasets: damaged, or written by something else.
+        _err(f"{path}: not a complete mbsim trajectory ({exc}); {hint}")
+        return EXIT_INVALID
+    if args.json:
+        _out(json.dumps(_plain(info), indent=2, ensure_ascii=False))
+    else:
+        _out(format_info(info))
+    return EXIT_OK
+
+
+def format_info(info: dict) -> str:
+    """Text form of :func:`mbsim.io.reader.read_summary`."""
+    it, c = info["integrator"], info["counters"]
+    lines = [f"{info['path']}: mbsim trajectory (written by mbsim {info['mbsim_version']}, "
+             f"{info['created_utc']})",
+             f"  scenario       {info['scenario_name']}",
+             f"  status         {info['status']}"]
+    if info["message"] and info["message"] != info["status"]:
+        lines.append(f"  message        {info['message']}")
+    if info["status"] == "running":
+        lines.append("                 (the writer never finished: the run is still going, or was killed; "
+                     "the frames below are the ones flushed)")
+    span = (f", t = {_g(info['t_start'])} … {_g(info['t_end'])} s" if info["frames"] else "")
+    lines.append(f"  frames         {info['frames']}{span}")
+    fixed = info["fixed_bodies"]
+    lines.append(f"  bodies         {info['bodies']}" + (f" ({fixed} fixed)" if fixed else ""))
+    conns = info["connectors"]
+    by_type = ", ".join(f"{n} {t}" for t, n in conns.items())
+    lines.append(f"  connectors     {sum(conns.values())}" + (f": {by_type}" if by_type else ""))
+    if it.get("rho_inf") is not None:
+        lines.append(f"  integrator     {it.get('integrator') or 'generalized-alpha'}, ρ∞ = {_g(it['rho_inf'])} "
+                     f"(α_f = {_g(it['alpha_f'])}, α_m = {_g(it['alpha_m'])}, β = {_g(it['beta'])}, "
+                     f"γ = {_g(it['gamma'])}), tangent {it['tangent']}")
+    steps, iters = c.get("steps"), c.get("newton_iterations")
+    if steps is not None:
+        per = f" ({iters / steps:.2f} per step)" if steps else ""
+        lines.append(f"  counters       {steps} steps, {iters} Newton iterations{per}, "
+                     f"{c.get('rejected_steps')} rejected, wall time {float(c.get('wall_time_s')):.3g} s")
+    lines.append(f"  energy drift   {info['energy_drift_J']:.3e} J ({info['energy_drift_relative']:.3e} relative)")
+    return "\n".join(lines)

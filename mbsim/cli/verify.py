@@ -1,0 +1,158 @@
+"""``mbsim verify SCENARIO``: errors and observed order of accuracy against the reference solver."""
+from __future__ import annotations
+
+import json
+
+from ._util import (EXIT_DIFFERENCES, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER, _count, _err, _g,
+                    _out, _plain, _positive_float, _positive_time, _report_invalid)
+from .compare import _num
+from .simulate import _sigterm_as_interrupt
+
+VERIFY_EPILOG = """measured: position [m], rotation angle [rad], velocity [m/s], angular velocity
+[rad/s] and the energy balance kinetic + potential + dissipated - external work
+[J], each as the largest error over frames and bodies against the reference.
+Errors below the floor -- the reference's own error (estimated by a second
+solve at 10 x its rtol) or accumulated round-off -- are reported as at
+round-off: their order cannot be measured, which is fine.
+
+exit codes: 0 every measured order within 2 ± 0.3 (or errors at round-off),
+1 an order outside that band, 2 invalid scenario or options, 3 a run or the
+reference solver failed, 130 interrupted
+
+examples:
+  mbsim verify pendulum.yaml --end 0.5
+  mbsim verify chain50.yaml --end 0.05 --step 5e-4 --json
+"""
+
+
+def register(sub, common, fmt) -> None:
+    """Add the subcommand(s) of this module to ``sub``."""
+    y = sub.add_parser("verify", parents=[common], formatter_class=fmt,
+                       help="measure the order of accuracy against the reference solver",
+                       description="Run a scenario at Δt, Δt/2 and Δt/4 and with the independent reference "
+                                   "solver (DOP853), and report per quantity the errors, the observed order "
+                                   "of accuracy (expected: 2) and a verdict in plain words. Run it before "
+                                   "trusting a new model; it costs about seven times a run of the same span.",
+                       epilog=VERIFY_EPILOG)
+    y.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
+    y.add_argument("--end", type=_positive_time, metavar="T",
+                   help="verify over t = 0 … T [s] instead of the scenario's time.end (a short span is "
+                        "usually enough)")
+    y.add_argument("--step", type=_positive_time, metavar="DT",
+                   help="coarsest time step [s] instead of the scenario's time.step")
+    y.add_argument("--reference-rtol", type=_positive_float, metavar="R", default=1e-11,
+                   help="relative tolerance of the reference solver (default 1e-11)")
+    y.add_argument("--json", action="store_true", help="print one JSON object instead of text")
+    y.set_defaults(handler=_cmd_verify)
+
+def _cmd_verify(args) -> int:
+    from ..scenario import ScenarioError, load_scenario
+    from ..verify import StepRun, verify
+    try:
+        sc = load_scenario(args.scenario)
+    except ScenarioError as exc:
+        _report_invalid(exc, run=True)
+        return EXIT_INVALID
+    step = args.step if args.step is not None else sc.time.step
+    end = args.end if args.end is not None else sc.time.end
+    if not args.json:
+        _out(f"verifying {sc.name} ({_count(len(sc.bodies), 'body', 'bodies')}, "
+             f"{_count(len(sc.connectors), 'connector')}, {_count(len(sc.loads), 'load')}; "
+             f"t = 0 … {_g(end)} s) at Δt = {_g(step)} s, Δt/2, Δt/4 and with the reference solver")
+        _out(f"  {'run':<10}{'Δt [s]':>10}{'steps':>8}{'Newton':>9}{'wall time':>12}")
+
+    def on_run(r):
+        if args.json:
+            return
+        if isinstance(r, StepRun):
+            state = "" if r.ok else f"   {r.status.upper()}: {r.message}"
+            _out(f"  {r.label:<10}{_g(r.step):>10}{r.steps:>8}{r.newton_iterations:>9}"
+                 f"{r.wall_time_s:>10.3g} s{state}")
+        elif r.ok:
+            _out(f"  reference {r.method} (rtol {_g(r.rtol)}, checked at {_g(r.check_rtol)}): {r.nfev} "
+                 f"right-hand-side evaluations, {r.wall_time_s:.3g} s")
+        else:
+            _out(f"  reference {r.method} (rtol {_g(r.rtol)}, checked at {_g(r.check_rtol)}): FAILED")
+
+    try:
+        with _sigterm_as_interrupt():
+            rep = verify(sc, end=end, steps=(step, step / 2, step / 4), reference_rtol=args.reference_rtol,
+                         on_run=on_run)
+    except ValueError as exc:
+        _err(f"{exc}; adjust --end or --step")
+        return EXIT_INVALID
+    if rep.interrupted:
+        code = EXIT_INTERRUPTED
+    elif not rep.runs_ok:
+        code = EXIT_SOLVER
+    elif not rep.passed:
+        code = EXIT_DIFFERENCES
+    else:
+        code = EXIT_OK
+    if args.json:
+        _out(json.dumps(_plain({"scenario_file": args.scenario, **rep.to_dict(), "exit_code": code}),
+                        indent=2, ensure_ascii=False))
+    else:
+        _out(format_verify(rep, sc))
+    if code in (EXIT_SOLVER, EXIT_INTERRUPTED):
+        _err(_verify_problem(rep, args))
+    return code
+
+
+def format_verify(rep, sc) -> str:
+    """Error table, verdicts and conclusion of a :class:`mbsim.verify.VerifyReport` (after the run lines)."""
+    lines = []
+    if rep.quantities:
+        frames = next(r.frames for r in rep.runs if r.ok)
+        lines += ["", f"  largest error over {_count(frames, 'frame')} (every {_g(rep.interval)} s) and "
+                      f"{_count(len(sc.bodies), 'body', 'bodies')}, and observed order of each halving:",
+                  "  " + f"{'':<24}" + "".join(f"{r.label:>11}" for r in rep.runs) + f"{'orders':>14}"]
+        for q in rep.quantities:
+            errs = "".join(f"{'-' if e is None else _num(e):>11}" for e in q.errors)
+            ords = "".join(f"{'-' if p is None else f'{p:.2f}':>7}" for p in q.orders)
+            lines.append(f"  {q.label + ' [' + q.unit + ']':<24}{errs}{ords}")
+        lines += ["", "verdict:"] + [f"  {q.verdict}" for q in rep.quantities]
+    lines.append("")
+    if rep.interrupted:
+        lines.append("interrupted: the verification did not finish")
+    elif not rep.runs_ok:
+        who = "a run" if not all(r.ok for r in rep.runs) else "the reference solver"
+        lines.append(f"NOT VERIFIED: {who} did not complete (see below)")
+    elif rep.passed:
+        roundoff = [q.label for q in rep.quantities if q.status == "round-off"]
+        measured = [q.label for q in rep.quantities if q.status == "ok"]
+        if measured:
+            text = (f"second order confirmed for {', '.join(measured)} "
+                    f"({_g(rep.expected_order)} ± {_g(rep.order_tolerance)})")
+            if roundoff:
+                text += f"; {', '.join(roundoff)} at round-off"
+            lines.append(text + ": the integrator converges as it should on this model")
+        else:
+            lines.append("every error is at round-off: the scheme reproduces this motion exactly, "
+                         "so no order can be measured (nothing wrong)")
+    else:
+        off = [q.label for q in rep.quantities if q.status == "off"]
+        h4 = rep.runs[-1].step
+        lines += [f"NOT second order: {', '.join(off)}",
+                  "what to try:",
+                  f"  - if the orders move towards 2 from one halving to the next, Δt is too large to be in "
+                  f"the asymptotic range: verify again with --step {_g(h4)}",
+                  "  - loads given as ramp or table have kinks where the order drops: verify over a span "
+                  "before the first kink with --end",
+                  "  - otherwise this may be a bug: please report it with the scenario and this output"]
+    return "\n".join(lines)
+
+
+def _verify_problem(rep, args) -> str:
+    """What went wrong in the runs of ``mbsim verify`` and what to do."""
+    if rep.interrupted:
+        return "interrupted"
+    for r in rep.runs:
+        if not r.ok:
+            return (f"the run at {r.label} = {_g(r.step)} s {r.status}: {r.message}\n"
+                    f"what to try: mbsim run {args.scenario} --end {_g(rep.end)} shows the failure with "
+                    f"hints; a smaller --step if Δt is too large for this model")
+    ref = rep.reference
+    return (f"the reference solver failed: {ref.message}\n"
+            f"what to try: it integrates explicitly and must resolve every spring, so a stiff model can "
+            f"defeat it: a shorter --end, or a looser --reference-rtol (now {_g(ref.rtol)})")
