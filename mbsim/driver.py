@@ -45,8 +45,8 @@ class OutputFileError(Exception):
         self.reason = reason
 
 
-class Interrupted(Exception):
-    """The run was asked to stop (SIGINT or SIGTERM)."""
+class Interrupted(KeyboardInterrupt):
+    """The run was asked to stop (SIGINT or SIGTERM); a KeyboardInterrupt, so callers treat both alike."""
 
     def __init__(self, signum: int):
         super().__init__(signal.Signals(signum).name)
@@ -102,7 +102,7 @@ class _SignalGuard:
 
 def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = False,
         end: Optional[float] = None, write: bool = True, keep_frames: bool = False,
-        on_step: Optional[Callable] = None) -> RunSummary:
+        on_step: Optional[Callable] = None, overwrite: bool = False, resume: bool = False) -> RunSummary:
     """Simulate ``scenario`` and write its trajectory.
 
     Parameters
@@ -121,13 +121,102 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
         Return all frames as stacked arrays in ``RunSummary.frames_data``.
     on_step : callable, optional
         ``on_step(StepResult)`` after every step (diagnostics, tests).
+    overwrite : bool
+        Replace an existing file at the output path.  Without it an existing
+        file is never touched: :class:`OutputFileError` says what it holds.
+    resume : bool
+        Continue the unfinished run (``interrupted``, ``failed`` or killed)
+        stored at the output path from its last frame, appending to that file.
+        Its stored scenario text must equal ``scenario.text``
+        (:class:`ResumeError` otherwise).  With fixed steps the continued
+        trajectory is the one an uninterrupted run computes, to the last bit.
+
+    Raises
+    ------
+    OutputFileError
+        The output path cannot be written, or already holds a file.
+    ResumeError
+        ``resume`` with a file that cannot be continued.
     """
     if end is not None:
         scenario = replace(scenario, time=replace(scenario.time, end=float(end)))
     out = output if output is not None else scenario.output_file
+    if write and not resume and not overwrite and os.path.lexists(out):
+        raise OutputFileError(out, _existing_reason(out))
     model = Model(scenario)
     integ = INTEGRATORS["generalized-alpha"](model, scenario.integrator)
-    return _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step).run()
+    loop = _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step)
+    if resume:
+        loop.start = _resume_point(scenario, model, integ, out)
+    return loop.run()
+
+
+class ResumeError(Exception):
+    """A result file that ``--resume`` cannot continue; the message says why and what to do."""
+
+
+def _existing_reason(path: str) -> str:
+    from .io.reader import result_status
+    if os.path.isdir(path):
+        return "it is a directory; give a file name such as DIR/result.h5"
+    status = result_status(path)
+    if status == "completed":
+        return "it holds a completed run; use --overwrite to replace it, or -o another path"
+    if status in ("interrupted", "running"):
+        return (f"it holds an unfinished run (status {status}); continue it with --resume, "
+                f"or replace it with --overwrite")
+    if status == "failed":
+        return "it holds a failed run; use --overwrite to replace it (or --resume to retry from its last frame)"
+    return "the file exists and is not an mbsim result; use --overwrite to replace it, or -o another path"
+
+
+def _resume_point(scenario, model, integ, path: str):
+    """State, counters and energy history at the last frame of an unfinished result."""
+    from .io.reader import ResultFileError, read_resume_point
+    from .integrators import State
+    if not os.path.exists(path):
+        raise ResumeError(f"cannot resume: {path} does not exist (run without --resume to start)")
+    try:
+        p = read_resume_point(path)
+    except (ResultFileError, OSError, KeyError) as exc:
+        raise ResumeError(f"cannot resume from {path}: {exc}") from None
+    if p["attrs"].get("status") == "completed":
+        raise ResumeError(f"cannot resume: {path} holds a completed run (t = {p['time']:.9g} s); "
+                          f"nothing is left to compute")
+    if p["scenario"] != scenario.text:
+        raise ResumeError(f"cannot resume: {path} was computed from a different scenario "
+                          f"({_first_difference(p['scenario'], scenario.text)}); resume with the "
+                          f"scenario file it was made from, or start a new run")
+    if p["time"] >= scenario.time.end - 1e-12 * max(1.0, scenario.time.end):
+        raise ResumeError(f"cannot resume: {path} already reaches t = {p['time']:.9g} s, the end of the run")
+    n = model.n_all
+    arrays = {}
+    for k, default in (("position", 0.0), ("velocity", 0.0), ("acceleration", 0.0), ("angular_velocity", 0.0),
+                       ("angular_acceleration", 0.0)):
+        a = np.full((n, 3), default)
+        a[model.order] = p[k]
+        arrays[k] = a
+    q = np.zeros((n, 4))
+    q[:, 0] = 1.0
+    q[model.order] = p["orientation"]
+    s = State(p["time"], arrays["position"], q, arrays["velocity"], arrays["acceleration"],
+              arrays["angular_velocity"], arrays["angular_acceleration"], p["dissipated"], p["external_work"])
+    pd, pe = integ.powers(s)
+    s = replace(s, power_diss=pd, power_ext=pe)
+    a = p["attrs"]
+    integ.n_steps = int(a.get("steps", 0))
+    integ.n_iterations = int(a.get("newton_iterations", 0))
+    return {"state": s, "frames": p["frames"], "rejected": int(a.get("rejected_steps", 0)),
+            "wall": float(a.get("wall_time_s", 0.0)),
+            "energies": {k: list(p[f"energy/{k}"]) for k in ("kinetic", "potential", "dissipated", "external_work")}}
+
+
+def _first_difference(a: str, b: str) -> str:
+    la, lb = a.splitlines(), b.splitlines()
+    for i, (x, y) in enumerate(zip(la, lb), 1):
+        if x != y:
+            return f"first difference at line {i}: stored {x.strip()!r}, given {y.strip()!r}"
+    return f"the stored text has {len(la)} lines, the given one {len(lb)}"
 
 
 class _Loop:
@@ -140,6 +229,8 @@ class _Loop:
         self.last_frame_t = 0.0
         self.energies: dict[str, list] = {k: [] for k in ("kinetic", "potential", "dissipated", "external_work")}
         self.kept: dict[str, list] = {}
+        self.start = None  # set by run(resume=True): where an unfinished run stopped
+        self.wall_before = 0.0
 
     # --------------------------------------------------------------
     def _attrs(self):
@@ -155,9 +246,12 @@ class _Loop:
             "time_adaptive": sc.time.adaptive, "time_min_step": sc.time.min_step,
         }
 
-    def _counters(self, wall):
+    def _counters(self, wall=None):
+        if wall is None:
+            wall = time.monotonic() - self.t_start
         return {"steps": self.integ.n_steps, "newton_iterations": self.integ.n_iterations,
-                "rejected_steps": self.controller.rejected if self.controller else 0, "wall_time_s": wall}
+                "rejected_steps": self.controller.rejected if self.controller else 0,
+                "wall_time_s": self.wall_before + wall}
 
     def _frame(self, s, iterations, rnorm, dt):
         fr = frame_quantities(self.model, s)
@@ -172,24 +266,36 @@ class _Loop:
         self.frames += 1
         self.last_frame_t = s.t
 
+    def _open_writer(self):
+        from .io.writer import TrajectoryWriter
+        try:
+            os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
+            if self.start is not None:
+                return TrajectoryWriter.resume(self.out, self._attrs(), counters=self._counters)
+            return TrajectoryWriter(self.out, self.sc, self._attrs(), counters=self._counters)
+        except OSError as exc:
+            raise OutputFileError(self.out, _unwritable_reason(self.out, exc)) from exc
+
     def run(self) -> RunSummary:
         sc, integ = self.sc, self.integ
-        t_start = time.monotonic()
-        if self.out is not None:
-            from .io.writer import TrajectoryWriter
-            try:
-                os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
-                self.writer = TrajectoryWriter(self.out, sc, self._attrs())
-            except OSError as exc:
-                raise OutputFileError(self.out, _unwritable_reason(self.out, exc)) from exc
+        t_start = self.t_start = time.monotonic()
         bar = None
         status, message, code, failure = "completed", "", EXIT_OK, ""
         s = None
         try:
             with _SignalGuard():
-                s = integ.initial_state()
-                self._frame(s, 0, 0.0, 0.0)
-                ctl = self.controller = controller_for(sc)
+                if self.out is not None:  # inside the guard: a Ctrl-C now still leaves a clean file
+                    self.writer = self._open_writer()
+                if self.start is None:
+                    s = integ.initial_state()
+                    self._frame(s, 0, 0.0, 0.0)
+                    ctl = self.controller = controller_for(sc)
+                else:
+                    s = self.start["state"]
+                    self.frames, self.last_frame_t = self.start["frames"], s.t
+                    self.energies, self.wall_before = self.start["energies"], self.start["wall"]
+                    ctl = self.controller = controller_for(sc, t0=s.t)
+                    ctl.rejected = self.start["rejected"]
                 if self.progress:
                     bar = _progress_bar(sc)
                 last_bar = 0.0
@@ -212,6 +318,11 @@ class _Loop:
                                    f"failed: {res.message}; residual norm {res.residual_norm:.3e} after "
                                    f"{res.iterations} Newton iterations; {why}. The last frame stored is at "
                                    f"t = {self.last_frame_t:.9g} s.")
+                        break
+                    if not _finite(res.state):
+                        status, code, failure = "failed", EXIT_SOLVER, "nonfinite"
+                        message = (f"step {k} from t = {s.t:.9g} s to t = {t_target:.9g} s produced a state that "
+                                   f"is not finite; nothing after t = {self.last_frame_t:.9g} s was written")
                         break
                     s = replace(res.state, t=t_target)
                     ctl.accepted(res)
@@ -253,6 +364,12 @@ class _Loop:
                           failure=failure, frames_data=data)
 
 
+def _finite(s) -> bool:
+    """Whether a converged state is finite everywhere (never write NaN frames)."""
+    return bool(np.isfinite(s.r).all() and np.isfinite(s.q).all() and np.isfinite(s.v).all()
+                and np.isfinite(s.w).all() and np.isfinite(s.a).all() and np.isfinite(s.al).all())
+
+
 def _unwritable_reason(path: str, exc: OSError) -> str:
     """Say in a few words why ``path`` could not be created (h5py's own text is a paragraph)."""
     if os.path.isdir(path):
@@ -281,5 +398,5 @@ def _bar_update(bar, t, integ, wall, ctl):
     bar.refresh()
 
 
-__all__ = ["run", "RunSummary", "OutputFileError", "step_schedule", "EXIT_OK", "EXIT_INVALID", "EXIT_SOLVER",
+__all__ = ["run", "RunSummary", "OutputFileError", "ResumeError", "step_schedule", "EXIT_OK", "EXIT_INVALID", "EXIT_SOLVER",
            "EXIT_INTERRUPTED"]

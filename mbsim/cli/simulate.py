@@ -36,6 +36,11 @@ def register(sub, common, fmt) -> None:
     r.add_argument("--quiet", action="store_true", help="print only errors")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar (it is shown only when stderr is a terminal anyway)")
+    r.add_argument("--overwrite", action="store_true",
+                   help="replace an existing file at the output path (never done otherwise)")
+    r.add_argument("--resume", metavar="RESULT",
+                   help="continue the interrupted or failed run stored in RESULT from its last frame, "
+                        "appending to that file (the scenario must be the one it was made from)")
     r.set_defaults(handler=_cmd_run)
 
     i = sub.add_parser("info", parents=[common], formatter_class=fmt,
@@ -65,7 +70,10 @@ def _cmd_run(args) -> int:
     except ScenarioError as exc:
         _report_invalid(exc, run=True)
         return EXIT_INVALID
-    out = args.output if args.output is not None else sc.output_file
+    if args.resume is not None and args.output is not None and args.output != args.resume:
+        _err("--resume RESULT continues RESULT itself; leave out -o (or give the same path)")
+        return EXIT_INVALID
+    out = args.resume or (args.output if args.output is not None else sc.output_file)
     args.output_path, args.started = out, time.time()  # for the internal-error note in main()
     if os.path.isdir(out):  # caught here too so the model is not built for nothing
         _err(f"cannot write the result file {out}: it is a directory; give a file name with -o, "
@@ -73,12 +81,16 @@ def _cmd_run(args) -> int:
         return EXIT_INVALID
     progress = not args.quiet and not args.no_progress and _isatty(sys.stderr)
     if not args.quiet:
-        _out(f"running {sc.name} ({_describe(sc, args.end)}) → {out}")
+        _out(f"{'resuming' if args.resume else 'running'} {sc.name} ({_describe(sc, args.end)}) → {out}")
     try:
         with _sigterm_as_interrupt():
-            summary = driver.run(sc, out, progress=progress, end=args.end)
+            summary = driver.run(sc, out, progress=progress, end=args.end, overwrite=args.overwrite,
+                                 resume=args.resume is not None)
     except driver.OutputFileError as exc:
-        _err(f"{exc}; choose another path with -o OUT")
+        _err(f"{exc}" if "--overwrite" in str(exc) else f"{exc}; choose another path with -o OUT")
+        return EXIT_INVALID
+    except driver.ResumeError as exc:
+        _err(str(exc))
         return EXIT_INVALID
     if summary.status == "completed":
         if not args.quiet:

@@ -1,15 +1,27 @@
 """Read trajectory files (OUTPUT.md) back: all arrays, or a short summary."""
 from __future__ import annotations
 
+import warnings
+from typing import Optional
+
 import h5py
 import numpy as np
 
 from ..diagnostics import energy_drift
-from .writer import FORMAT
+from .writer import FORMAT, FRAME_DATASETS
 
 
 class ResultFileError(Exception):
     """The file is missing, not HDF5, or not an mbsim trajectory."""
+
+
+class UnequalLengthsWarning(UserWarning):
+    """The per-frame datasets of a file hold different numbers of frames.
+
+    The writer resizes all of them before it fills a block, so a process
+    killed in between leaves some datasets longer than others (the extra
+    rows are unwritten).  Only the frames that every dataset holds are read.
+    """
 
 
 def _str(v):
@@ -27,25 +39,53 @@ def _open(path):
     return f
 
 
-def read_trajectory(path) -> dict:
+def read_trajectory(path, *, common_length: bool = False) -> dict:
     """Every dataset (as numpy arrays; strings decoded) and root attribute of a result file.
 
     Keys are dataset paths without the leading slash (``"bodies/position"``) and
     ``"attrs"`` for the root attributes.
+
+    Parameters
+    ----------
+    path : str or os.PathLike
+        A file written by ``mbsim run`` (or :func:`mbsim.io.writer.write_trajectory`).
+    common_length : bool
+        Read the per-frame datasets of OUTPUT.md only up to the shortest of
+        their lengths, with an :class:`UnequalLengthsWarning` when they differ
+        (a writer killed between resizing and filling a block).  Default:
+        every dataset as stored.
     """
     out = {}
     with _open(path) as f:
         out["attrs"] = {k: _str(v) for k, v in f.attrs.items()}
+        n = _common_length(f, path) if common_length else None
 
         def visit(name, obj):
             if isinstance(obj, h5py.Dataset):
                 if obj.dtype.kind == "O" or h5py.check_string_dtype(obj.dtype):
                     data = obj.asstr()[()]
                     out[name] = data if obj.shape == () else [str(x) for x in data]
+                elif n is not None and name in FRAME_DATASETS:
+                    out[name] = obj[:n]
                 else:
                     out[name] = obj[()]
         f.visititems(visit)
     return out
+
+
+def _common_length(f, path) -> int | None:
+    """Frames that every per-frame dataset holds (None: the file has none of them)."""
+    lengths = {k: f[k].shape[0] for k in FRAME_DATASETS if k in f and f[k].shape}
+    if not lengths:
+        return None
+    n, longest = min(lengths.values()), max(lengths.values())
+    if n != longest:
+        short = sorted(k for k, v in lengths.items() if v == n)
+        warnings.warn(f"{path}: the per-frame datasets have unequal lengths ({n} to {longest} frames; "
+                      f"shortest: {', '.join(short[:3])}{', ...' if len(short) > 3 else ''}), as a run "
+                      f"killed while writing leaves them; reading the first {n} frames, which all of "
+                      f"them hold", UnequalLengthsWarning, stacklevel=3)
+    return n
 
 
 def read_summary(path) -> dict:
@@ -77,3 +117,42 @@ def read_summary(path) -> dict:
             "energy_drift_J": drift,
             "energy_drift_relative": rel,
         }
+
+
+def result_status(path) -> Optional[str]:
+    """``status`` of an existing mbsim result, or None when ``path`` is not one (or unreadable)."""
+    try:
+        with h5py.File(path, "r") as f:
+            if _str(f.attrs.get("format")) != FORMAT:
+                return None
+            return _str(f.attrs.get("status"))
+    except (OSError, ValueError):
+        return None
+
+
+def read_resume_point(path) -> dict:
+    """What a resumed run needs from an unfinished result: the last complete frame.
+
+    Returns a dict with ``time`` (float), the last frame's body arrays
+    (``position``, ``orientation``, ``velocity``, ``acceleration``,
+    ``angular_velocity``, ``angular_acceleration``: (B, ·)), ``dissipated`` and
+    ``external_work`` (floats), the energy histories (``energy/…``, to keep the
+    drift of the whole run), ``frames`` (the common length of the per-frame
+    datasets), ``scenario`` (the stored text) and ``attrs``.
+    """
+    from .writer import FRAME_DATASETS
+    with _open(path) as f:
+        T = min(f[k].shape[0] for k in FRAME_DATASETS)
+        if T == 0:
+            raise ResultFileError(f"{path}: holds no frame to resume from")
+        i = T - 1
+        out = {"frames": T, "time": float(f["time"][i]), "scenario": f["scenario"].asstr()[()],
+               "attrs": {k: _str(v) for k, v in f.attrs.items()},
+               "dissipated": float(f["energy/dissipated"][i]),
+               "external_work": float(f["energy/external_work"][i])}
+        for k in ("position", "orientation", "velocity", "acceleration", "angular_velocity",
+                  "angular_acceleration"):
+            out[k] = f[f"bodies/{k}"][i]
+        for k in ("kinetic", "potential", "dissipated", "external_work"):
+            out[f"energy/{k}"] = f[f"energy/{k}"][:T]
+    return out

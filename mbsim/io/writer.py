@@ -1,15 +1,20 @@
 """HDF5 trajectory writer (OUTPUT.md, format version 1).
 
 Frames are buffered in memory and written in blocks to resizable, chunked
-datasets; after every block the counters and ``status`` are updated and the
-file is flushed, so a run that stops for any reason leaves every flushed
-frame readable.  All per-frame datasets are resized together to the same
-length before the data of a block is written.
+datasets; after every block the counters are updated and the file is
+flushed, so a run that stops for any reason — SIGKILL included — leaves
+every flushed frame readable with plain h5py, and ``status`` (``running``
+until the end) says whether it finished.  The file is created under a
+temporary name and moved into place once its header is on disk.  All
+per-frame datasets are resized together to the same length before the data
+of a block is written.
 """
 from __future__ import annotations
 
 import datetime as _dt
+import os
 import time
+from typing import Callable, Optional
 
 import h5py
 import numpy as np
@@ -112,26 +117,67 @@ class TrajectoryWriter:
         A block is also written when this much wall time passed since the last.
     """
 
-    def __init__(self, path, scenario, attrs: dict, flush_frames: int = 256, flush_seconds: float = 2.0):
+    def __init__(self, path, scenario, attrs: dict, flush_frames: int = 256, flush_seconds: float = 2.0,
+                 counters: Optional[Callable[[], dict]] = None, _file=None, _frames: int = 0):
         self.path = str(path)
         self.flush_frames = max(1, int(flush_frames))
         self.flush_seconds = flush_seconds
+        self.counters = counters
         self._buf: dict[str, list] = {k: [] for k in FRAME_DATASETS}
         self._last_flush = time.monotonic()
-        self.frames = 0
+        self.frames = _frames
+        if _file is not None:  # see resume()
+            self.f = _file
+            return
 
-        f = self.f = h5py.File(self.path, "w")
-        _header(f, scenario, attrs)
-        for path_, (_, units, desc) in FRAME_DATASETS.items():
-            shape = _frame_shape(path_, scenario)
-            row = int(np.prod(shape)) * 8 or 8
-            chunk_rows = int(max(1, min(self.flush_frames, (1 << 20) // row)))
-            # an empty axis (no connectors) must be extendible for HDF5 to accept a chunk of 1 along it
-            ds = f.create_dataset(path_, shape=(0,) + shape, maxshape=(None,) + tuple(s or None for s in shape),
-                                  dtype=_frame_dtype(path_), chunks=(chunk_rows,) + tuple(max(1, s) for s in shape))
-            ds.attrs["units"] = units
-            ds.attrs["description"] = desc
+        # Build the file under a temporary name and move it into place only once its
+        # header is complete and on disk: a kill during creation never leaves a
+        # half-written file at the result path (nor destroys a file already there).
+        d, base = os.path.split(os.path.abspath(self.path))
+        tmp = os.path.join(d, f".{base}.{os.getpid()}.part")
+        f = self.f = h5py.File(tmp, "w")
+        try:
+            _header(f, scenario, attrs)
+            for path_, (_, units, desc) in FRAME_DATASETS.items():
+                shape = _frame_shape(path_, scenario)
+                row = int(np.prod(shape)) * 8 or 8
+                chunk_rows = int(max(1, min(self.flush_frames, (1 << 20) // row)))
+                # an empty axis (no connectors) must be extendible for HDF5 to accept a chunk of 1 along it
+                ds = f.create_dataset(path_, shape=(0,) + shape,
+                                      maxshape=(None,) + tuple(s or None for s in shape),
+                                      dtype=_frame_dtype(path_),
+                                      chunks=(chunk_rows,) + tuple(max(1, s) for s in shape))
+                ds.attrs["units"] = units
+                ds.attrs["description"] = desc
+            f.flush()
+            os.replace(tmp, self.path)
+        except BaseException:
+            f.close()
+            self.f = None
+            if os.path.exists(tmp):
+                os.remove(tmp)
+            raise
+
+    @classmethod
+    def resume(cls, path, attrs: dict, counters: Optional[Callable[[], dict]] = None,
+               flush_frames: int = 256, flush_seconds: float = 2.0) -> "TrajectoryWriter":
+        """Reopen an unfinished result to append to it.
+
+        Per-frame datasets of unequal length (a process killed while flushing)
+        are cut to the shortest, so every frame kept is complete.  ``status``
+        becomes ``running`` again and ``attrs`` are updated.
+        """
+        f = h5py.File(str(path), "r+")
+        T = min(f[k].shape[0] for k in FRAME_DATASETS)
+        for k in FRAME_DATASETS:
+            if f[k].shape[0] != T:
+                f[k].resize(T, axis=0)
+        for k, v in attrs.items():
+            f.attrs[k] = v
+        f.attrs["status"] = "running"
+        f.attrs["message"] = "the run is in progress (resumed)"
         f.flush()
+        return cls(path, None, {}, flush_frames, flush_seconds, counters, _file=f, _frames=T)
 
     # ------------------------------------------------------------------
     def append(self, frame: dict, iterations: int, residual_norm: float, step: float):
@@ -146,7 +192,11 @@ class TrajectoryWriter:
             self.flush()
 
     def flush(self, counters: dict | None = None):
-        """Write buffered frames, update counters, flush the file."""
+        """Write buffered frames, update the work counters, flush the file.
+
+        All per-frame datasets are resized to the new length before any data
+        is written, so between flushes they always agree in length.
+        """
         n = len(self._buf["time"])
         f = self.f
         if n:
@@ -157,6 +207,7 @@ class TrajectoryWriter:
                 f[k][T0:T1] = np.asarray(self._buf[k])
                 self._buf[k].clear()
             self.frames = T1
+        counters = counters if counters is not None else (self.counters() if self.counters else None)
         if counters:
             for k, v in counters.items():
                 f.attrs[k] = v

@@ -327,7 +327,7 @@ def test_internal_error_keeps_the_file_and_hides_the_traceback(tmp_path, capsys,
     assert "keeps its 3 frames" in err
 
     calls.clear()
-    assert main(["run", str(p), "-o", str(out), "--debug"]) == 4
+    assert main(["run", str(p), "-o", str(out), "--debug", "--overwrite"]) == 4
     assert "Traceback" in capsys.readouterr().err
 
 
