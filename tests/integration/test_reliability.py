@@ -1,0 +1,213 @@
+"""A long run must not be lost: kill at random moments, interrupt and resume, never overwrite."""
+from __future__ import annotations
+
+import os
+import random
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import h5py
+import numpy as np
+import pytest
+
+from mbsim.cli import main
+from mbsim.driver import run
+from mbsim.io.writer import FRAME_DATASETS
+from mbsim.scenario import parse_scenario
+
+REPO = Path(__file__).resolve().parents[2]
+
+# A small chain that runs for a few seconds with a frame every step and a
+# flush every 8 frames: many flushes to be killed in the middle of.
+CHAIN = """\
+mbsim: 1
+name: kill-me
+gravity: [0, 0, -9.81]
+time: {end: %(end)s, step: 1.0e-3}
+integrator: {rho_inf: 0.8}
+output: {interval: 1.0e-3}
+bodies:
+%(bodies)s
+connectors:
+%(conns)s
+"""
+
+
+def chain_text(n=4, end=20.0):
+    bodies = "\n".join(f"  - {{name: b{i}, mass: 1.0, inertia: [0.01, 0.02, 0.03], position: [{i + 1}, 0, 0],"
+                       f" angular_velocity: [0, {0.5 * i}, 1]}}" for i in range(n))
+    conns = []
+    for i in range(n):
+        a = "world" if i == 0 else f"b{i - 1}"
+        conns.append(f"  - {{type: spring, bodies: [{a}, b{i}], points: [[{i + 0.25}, 0, 0], [{i + 0.75}, 0, 0]],"
+                     f" stiffness: 1.0e4}}")
+        conns.append(f"  - {{type: damper, bodies: [{a}, b{i}], points: [[{i + 0.25}, 0, 0], [{i + 0.75}, 0, 0]],"
+                     f" damping: 10}}")
+    return CHAIN % {"end": end, "bodies": bodies, "conns": "\n".join(conns)}
+
+
+def check_readable(path: Path) -> int:
+    """Open with plain h5py; every per-frame dataset has the same length; return it."""
+    with h5py.File(path, "r") as f:
+        lengths = {k: f[k].shape[0] for k in FRAME_DATASETS}
+        assert len(set(lengths.values())) == 1, lengths
+        T = lengths["time"]
+        assert f.attrs["status"] in ("running", "interrupted", "completed", "failed")
+        if T:
+            t = f["time"][:]
+            assert t[0] == 0 and np.all(np.diff(t) > 0)
+            assert np.isfinite(f["bodies/position"][:]).all()
+        return T
+
+
+def test_sigkill_at_random_moments_leaves_a_readable_file(tmp_path):
+    """A real `mbsim run` subprocess killed with SIGKILL at random moments after its file appeared:
+    the file always opens with plain h5py, all per-frame datasets agree in length, the status is
+    not `completed`, and the frames grow from one kill to the next run."""
+    scen = tmp_path / "chain.yaml"
+    scen.write_text(chain_text())
+    rng = random.Random(12345)
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    kills = 0
+    for trial in range(8):
+        out = tmp_path / f"k{trial}.h5"
+        proc = subprocess.Popen([sys.executable, "-m", "mbsim", "run", str(scen), "-o", str(out), "--quiet"],
+                                env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        deadline = time.monotonic() + 60
+        while not out.exists() and time.monotonic() < deadline and proc.poll() is None:
+            time.sleep(0.01)
+        time.sleep(rng.uniform(0.0, 2.5))
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        kills += proc.returncode == -signal.SIGKILL
+        assert out.exists()
+        check_readable(out)
+        with h5py.File(out) as f:
+            assert f.attrs["status"] == "running"  # never `completed`: it was killed
+    assert kills == 8
+
+
+def test_sigint_and_sigterm_end_cleanly_and_resume_continues(tmp_path):
+    scen = tmp_path / "chain.yaml"
+    scen.write_text(chain_text(end=20.0))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        out = tmp_path / f"{sig.name}.h5"
+        proc = subprocess.Popen([sys.executable, "-m", "mbsim", "run", str(scen), "-o", str(out)],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        while not out.exists() and proc.poll() is None:
+            time.sleep(0.01)
+        time.sleep(1.0)
+        proc.send_signal(sig)
+        _, err = proc.communicate(timeout=60)
+        assert proc.returncode == 130, err
+        assert "interrupted" in err
+        T = check_readable(out)
+        with h5py.File(out) as f:
+            assert f.attrs["status"] == "interrupted" and T > 1
+            t_stop = f["time"][-1]
+        # resume it for a little while and stop again: frames continue where they were
+        proc = subprocess.Popen([sys.executable, "-m", "mbsim", "run", str(scen), "--resume", str(out)],
+                                env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        time.sleep(1.5)
+        proc.send_signal(sig)
+        proc.communicate(timeout=60)
+        T2 = check_readable(out)
+        with h5py.File(out) as f:
+            t = f["time"][:]
+            assert T2 > T and t[T - 1] == t_stop and f.attrs["status"] == "interrupted"
+
+
+RESUMABLE = """\
+mbsim: 1
+name: resumable
+gravity: [0, 0, -9.81]
+time: {end: 0.6, step: 2.0e-3}
+integrator: {rho_inf: 0.7}
+output: {interval: 1.0e-2}
+bodies:
+  - {name: a, mass: 1.2, inertia: [0.02, 0.03, 0.05], position: [0.3, 0, -1], angular_velocity: [1.5, -2, 3]}
+  - {name: b, mass: 0.8, inertia: [0.01, 0.015, 0.012], position: [0.6, 0.4, -1.8],
+     velocity: [0, -0.3, 0.2], angular_velocity: [-2.5, 1, 4]}
+connectors:
+  - {type: spring, bodies: [world, a], points: [[0, 0, 0], [0.3, 0.05, -0.9]], stiffness: 300, rest_length: 0.7}
+  - {type: spring, bodies: [a, b], points: [[0.35, 0, -1.1], [0.6, 0.45, -1.7]], stiffness: 150}
+  - {type: damper, bodies: [a, b], points: [[0.3, 0.1, -1.05], [0.55, 0.4, -1.75]], damping: 0.5}
+  - {type: torsional_damper, bodies: [a, b], damping: 0.02, projection: P2, axis: [0.2, 0.3, 1]}
+loads:
+  - {type: torque, body: b, vector: [0, 0.05, 0.02], scale: {sine: {amplitude: 1, frequency: 1.3}}}
+"""
+
+
+def test_resumed_run_matches_an_uninterrupted_one(tmp_path):
+    """Interrupt a fixed-step run after some steps (a KeyboardInterrupt from inside the loop, as
+    Ctrl-C would), resume it from the file: every frame equals the uninterrupted run's to 1e-12."""
+    sc = parse_scenario(RESUMABLE)
+    whole = tmp_path / "whole.h5"
+    assert run(sc, str(whole)).status == "completed"
+
+    part = tmp_path / "part.h5"
+    count = []
+
+    def stop_after_137(res):
+        count.append(1)
+        if len(count) == 137:
+            raise KeyboardInterrupt
+
+    first = run(sc, str(part), on_step=stop_after_137)
+    assert first.status == "interrupted"
+    with h5py.File(part) as f:
+        assert f.attrs["status"] == "interrupted" and 0 < f["time"][-1] < 0.6
+    second = run(sc, str(part), resume=True)
+    assert second.status == "completed", second.message
+    with h5py.File(whole) as a, h5py.File(part) as b:
+        assert a["time"].shape == b["time"].shape
+        for k in FRAME_DATASETS:
+            if k == "solver/step" or k.startswith("solver/"):
+                continue
+            x, y = a[k][:], b[k][:]
+            scale = max(np.nanmax(np.abs(x)), 1e-300)
+            assert np.allclose(x, y, rtol=1e-12, atol=1e-12 * scale, equal_nan=True), k
+        assert b.attrs["status"] == "completed"
+        # work counters count work: the steps after the last stored frame are done twice
+        assert a.attrs["steps"] <= b.attrs["steps"] < a.attrs["steps"] + 5
+
+
+def test_resume_refuses_a_different_scenario_and_a_completed_run(tmp_path, capsys):
+    p = tmp_path / "s.yaml"
+    p.write_text(RESUMABLE)
+    out = tmp_path / "r.h5"
+    assert main(["run", str(p), "-o", str(out), "--quiet", "--end", "0.1"]) == 0
+    # a completed run has nothing left
+    assert main(["run", str(p), "--resume", str(out)]) == 2
+    assert "completed run" in capsys.readouterr().err
+    # mark it unfinished, change the scenario: refused with the first difference
+    with h5py.File(out, "r+") as f:
+        f.attrs["status"] = "interrupted"
+    q = tmp_path / "t.yaml"
+    q.write_text(RESUMABLE.replace("damping: 0.5", "damping: 0.6"))
+    assert main(["run", str(q), "--resume", str(out)]) == 2
+    err = capsys.readouterr().err
+    assert "different scenario" in err and "damping: 0.6" in err and "line 14" in err
+
+
+def test_a_completed_result_is_never_overwritten_by_accident(tmp_path, capsys):
+    p = tmp_path / "s.yaml"
+    p.write_text(RESUMABLE)
+    out = tmp_path / "r.h5"
+    assert main(["run", str(p), "-o", str(out), "--quiet", "--end", "0.02"]) == 0
+    before = out.read_bytes()
+    assert main(["run", str(p), "-o", str(out), "--quiet", "--end", "0.04"]) == 2
+    err = capsys.readouterr().err
+    assert "completed run" in err and "--overwrite" in err
+    assert out.read_bytes() == before
+    assert main(["run", str(p), "-o", str(out), "--quiet", "--end", "0.04", "--overwrite"]) == 0
+    with h5py.File(out) as f:
+        assert f["time"][-1] == pytest.approx(0.04)
+    other = tmp_path / "notes.txt"
+    other.write_text("mine")
+    assert main(["run", str(p), "-o", str(other), "--quiet"]) == 2
+    assert other.read_text() == "mine"
