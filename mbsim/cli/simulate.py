@@ -36,6 +36,9 @@ def register(sub, common, fmt) -> None:
     r.add_argument("--quiet", action="store_true", help="print only errors")
     r.add_argument("--no-progress", action="store_true",
                    help="no progress bar (it is shown only when stderr is a terminal anyway)")
+    r.add_argument("--json", action="store_true",
+                   help="print the run summary as one JSON object on stdout and nothing else there "
+                        "(no progress bar; problems still go to stderr)")
     r.add_argument("--overwrite", action="store_true",
                    help="replace an existing file at the output path (never done otherwise)")
     r.add_argument("--resume", metavar="RESULT",
@@ -79,8 +82,8 @@ def _cmd_run(args) -> int:
         _err(f"cannot write the result file {out}: it is a directory; give a file name with -o, "
              f"e.g. -o {os.path.join(out, sc.name + '.h5')}")
         return EXIT_INVALID
-    progress = not args.quiet and not args.no_progress and _isatty(sys.stderr)
-    if not args.quiet:
+    progress = not args.quiet and not args.no_progress and not args.json and _isatty(sys.stderr)
+    if not args.quiet and not args.json:
         _out(f"{'resuming' if args.resume else 'running'} {sc.name} ({_describe(sc, args.end)}) → {out}")
     try:
         with _sigterm_as_interrupt():
@@ -92,6 +95,13 @@ def _cmd_run(args) -> int:
     except driver.ResumeError as exc:
         _err(str(exc))
         return EXIT_INVALID
+    if args.json:
+        _out(json.dumps(_plain(summary_json(summary, sc)), ensure_ascii=False))
+        if summary.status != "completed":  # the same explanation as without --json, on stderr
+            _err(format_summary(summary, sc))
+            if summary.status == "failed":
+                _err(format_hints(summary, sc))
+        return summary.exit_code
     if summary.status == "completed":
         if not args.quiet:
             _out(format_summary(summary, sc))
@@ -100,6 +110,23 @@ def _cmd_run(args) -> int:
         if summary.status == "failed":
             _err(format_hints(summary, sc))
     return summary.exit_code
+
+
+def summary_json(s: "driver.RunSummary", sc) -> dict:
+    """What ``mbsim run --json`` prints: the closing summary as one flat mapping.
+
+    Parameters
+    ----------
+    s : RunSummary
+        What :func:`mbsim.driver.run` returned.
+    sc : Scenario
+        The scenario that was run.
+    """
+    return {"status": s.status, "message": s.message, "scenario": sc.name, "output": s.output,
+            "t_end": s.t_end, "frames": s.frames, "steps": s.steps, "newton_iterations": s.newton_iterations,
+            "rejected_steps": s.rejected_steps, "wall_time_s": s.wall_time_s,
+            "energy_drift_J": s.energy_drift_J, "energy_drift_relative": s.energy_drift_relative,
+            "linear_solver": s.linear_solver, "failure": s.failure, "exit_code": s.exit_code}
 
 
 def format_summary(s: "driver.RunSummary", sc) -> str:
