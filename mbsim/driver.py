@@ -12,11 +12,13 @@ import os
 import signal
 import sys
 import time
+import warnings
 from dataclasses import dataclass, field, replace
 from typing import Callable, Optional
 
 import numpy as np
 
+from . import resources
 from .diagnostics import energy_drift, frame_quantities
 from .integrators import INTEGRATORS
 from .model.model import Model
@@ -102,7 +104,8 @@ class _SignalGuard:
 
 def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = False,
         end: Optional[float] = None, write: bool = True, keep_frames: bool = False,
-        on_step: Optional[Callable] = None, overwrite: bool = False, resume: bool = False) -> RunSummary:
+        on_step: Optional[Callable] = None, overwrite: bool = False, resume: bool = False,
+        allow_large: bool = False) -> RunSummary:
     """Simulate ``scenario`` and write its trajectory.
 
     Parameters
@@ -137,12 +140,16 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
         The output path cannot be written, or already holds a file.
     ResumeError
         ``resume`` with a file that cannot be continued.
+    mbsim.resources.ResourceError
+        The run would need more steps, disk or memory than is sensible.
     """
     if end is not None:
         scenario = replace(scenario, time=replace(scenario.time, end=float(end)))
     out = output if output is not None else scenario.output_file
     if write and not resume and not overwrite and os.path.lexists(out):
         raise OutputFileError(out, _existing_reason(out))
+    for w in resources.check(scenario, out if write else None, allow_large=allow_large):
+        warnings.warn(w, ResourceWarning, stacklevel=2)
     model = Model(scenario)
     integ = INTEGRATORS["generalized-alpha"](model, scenario.integrator)
     loop = _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step)

@@ -44,6 +44,9 @@ def register(sub, common, fmt) -> None:
     r.add_argument("--resume", metavar="RESULT",
                    help="continue the interrupted or failed run stored in RESULT from its last frame, "
                         "appending to that file (the scenario must be the one it was made from)")
+    r.add_argument("--allow-large", action="store_true",
+                   help="run even when the up-front estimate finds more steps (> 1e10) or memory than is "
+                        "sensible")
     r.set_defaults(handler=_cmd_run)
 
     i = sub.add_parser("info", parents=[common], formatter_class=fmt,
@@ -82,13 +85,20 @@ def _cmd_run(args) -> int:
         _err(f"cannot write the result file {out}: it is a directory; give a file name with -o, "
              f"e.g. -o {os.path.join(out, sc.name + '.h5')}")
         return EXIT_INVALID
+    from ..resources import ResourceError, check
+    try:  # up front: refuse what cannot fit, warn about what is large
+        for w in check(sc, out, args.end, args.allow_large):
+            _err(f"warning: {w}")
+    except ResourceError as exc:
+        _err(f"not run: {exc}")
+        return EXIT_INVALID
     progress = not args.quiet and not args.no_progress and not args.json and _isatty(sys.stderr)
     if not args.quiet and not args.json:
         _out(f"{'resuming' if args.resume else 'running'} {sc.name} ({_describe(sc, args.end)}) → {out}")
     try:
         with _sigterm_as_interrupt():
             summary = driver.run(sc, out, progress=progress, end=args.end, overwrite=args.overwrite,
-                                 resume=args.resume is not None)
+                                 resume=args.resume is not None, allow_large=True)  # checked above
     except driver.OutputFileError as exc:
         _err(f"{exc}" if "--overwrite" in str(exc) else f"{exc}; choose another path with -o OUT")
         return EXIT_INVALID
