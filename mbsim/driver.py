@@ -262,6 +262,11 @@ class _Loop:
 
     def _frame(self, s, iterations, rnorm, dt):
         fr = frame_quantities(self.model, s)
+        bad = [k for k, v in fr.items() if k != "connectors/length" and not np.all(np.isfinite(v))]
+        if bad:  # a finite state whose energies or forces overflow: never write such a frame
+            raise _NonFiniteFrame(f"at t = {s.t:.9g} s the frame's {', '.join(bad)} "
+                                  f"{'is' if len(bad) == 1 else 'are'} not finite (magnitudes beyond double "
+                                  f"precision); nothing from that frame on was written")
         if self.writer is not None:
             self.writer.append(fr, iterations, rnorm, dt)
         if self.keep:
@@ -290,7 +295,9 @@ class _Loop:
         status, message, code, failure = "completed", "", EXIT_OK, ""
         s = None
         try:
-            with _SignalGuard():
+            # Non-finite numbers are detected explicitly (Newton's residual, every state and
+            # frame), so numpy's overflow warnings would only be noise on the user's screen.
+            with _SignalGuard(), np.errstate(all="ignore"):
                 if self.out is not None:  # inside the guard: a Ctrl-C now still leaves a clean file
                     self.writer = self._open_writer()
                 if self.start is None:
@@ -341,6 +348,8 @@ class _Loop:
                 if status == "completed":
                     message = (f"completed: {integ.n_steps} steps ({ctl.rejected} rejected), "
                                f"{integ.n_iterations} Newton iterations, t = {s.t:.9g} s")
+        except _NonFiniteFrame as exc:
+            status, code, failure, message = "failed", EXIT_SOLVER, "nonfinite", str(exc)
         except Interrupted as exc:
             status, code = "interrupted", EXIT_INTERRUPTED
             message = f"interrupted by {exc} at t = {s.t if s else 0.0:.9g} s"
@@ -360,8 +369,9 @@ class _Loop:
         wall = time.monotonic() - t_start
         if self.writer is not None:
             self.writer.close(status, message, self._counters(wall))
-        drift, rel = energy_drift(*(self.energies[k] for k in ("kinetic", "potential", "dissipated",
-                                                                "external_work")))
+        with np.errstate(all="ignore"):
+            drift, rel = energy_drift(*(self.energies[k] for k in ("kinetic", "potential", "dissipated",
+                                                                    "external_work")))
         data = None
         if self.keep:
             data = {k: np.asarray(v) for k, v in self.kept.items()}
@@ -369,6 +379,10 @@ class _Loop:
         return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, rejected,
                           wall, self.frames, drift, rel, linear_solver=integ.solver.kind, exit_code=code,
                           failure=failure, frames_data=data)
+
+
+class _NonFiniteFrame(Exception):
+    """A frame about to be written holds inf or NaN."""
 
 
 def _finite(s) -> bool:

@@ -1,0 +1,203 @@
+"""Hostile input: mutated scenarios either run or are refused cleanly — never a traceback.
+
+Property-based (hypothesis): a valid scenario is mutated — wrong types,
+missing and extra keys, NaN/inf, huge and tiny numbers, negative masses,
+degenerate inertias, unicode names, empty lists, deeply nested junk — and
+files that are not UTF-8 or not YAML at all are thrown at ``mbsim run``.
+Each outcome must be one of
+
+- exit 0: the run completed and its file conforms (status ``completed``);
+- exit 2: refused with a located message (key path and line, or the file),
+  and no output file written;
+- exit 3: a clear solver failure, with a ``failed`` file and no non-finite
+  frame in it.
+
+Exit 4 (an internal error) or any exception fails the test.
+"""
+from __future__ import annotations
+
+import copy
+import re
+
+import h5py
+import numpy as np
+import pytest
+import yaml
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from mbsim.cli import main
+from mbsim.io.writer import FRAME_DATASETS
+from mbsim.scenario import ScenarioError, parse_scenario
+
+BASE = {
+    "mbsim": 1,
+    "name": "hostile",
+    "gravity": [0, 0, -9.81],
+    "time": {"end": 0.02, "step": 0.002},
+    "integrator": {"rho_inf": 0.8, "tangent": "consistent", "newton": {"max_iterations": 25}},
+    "output": {"interval": 0.004},
+    "bodies": [
+        {"name": "base", "fixed": True, "position": [0, 0, 0]},
+        {"name": "bob", "mass": 1.0, "inertia": [0.01, 0.02, 0.03], "position": [0, 0, -1],
+         "orientation": {"axis_angle": {"axis": [0, 0, 1], "angle": 0.3}}, "velocity": [0.5, 0, 0],
+         "angular_velocity": [0, 0, 2.0]},
+        {"name": "tip", "mass": 0.5, "inertia": [[0.01, 0, 0], [0, 0.01, 0], [0, 0, 0.01]],
+         "position": [0, 0, -2], "orientation": {"quaternion": [1, 0, 0, 0]}},
+    ],
+    "connectors": [
+        {"name": "hanger", "type": "spring", "bodies": ["base", "bob"], "points": [[0, 0, 0], [0, 0, -0.9]],
+         "stiffness": 200.0, "rest_length": 0.8},
+        {"name": "shock", "type": "damper", "bodies": ["world", "bob"], "points": [[0, 0, 0], [0, 0, -0.9]],
+         "damping": 1.5},
+        {"name": "swivel", "type": "torsional_damper", "bodies": ["bob", "tip"], "damping": 0.05,
+         "joint": "revolute", "axis": [0, 0, 1]},
+        {"type": "spring", "bodies": ["bob", "tip"], "points": [[0, 0, -1], [0, 0, -2]], "stiffness": 50.0},
+    ],
+    "loads": [
+        {"type": "force", "body": "bob", "vector": [1, 0, 0], "scale": {"sine": {"amplitude": 1.0, "frequency": 0.5}}},
+        {"type": "torque", "body": "tip", "vector": [0, 0, 0.1], "scale": {"table": [[0, 0], [0.01, 1]]}},
+    ],
+}
+
+# junk values: every kind of thing that does not belong somewhere
+JUNK = st.one_of(
+    st.none(), st.booleans(), st.sampled_from(["yes", "off", "NaN", ".inf", "-.inf", "", "P4", "world"]),
+    st.integers(min_value=-10**400, max_value=10**400),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from([1e-320, 1e-300, 1e300, -1.0, 0.0, -0.0, 1e-12, 1e12]),
+    st.text(min_size=0, max_size=12),
+    st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), max_size=5),
+    st.just([]), st.just({}),
+    st.recursive(st.integers(0, 3), lambda c: st.lists(c, max_size=3) | st.dictionaries(st.text(max_size=4), c,
+                                                                                       max_size=3), max_leaves=8),
+)
+
+
+def paths(node, prefix=()):
+    """Every (path, value) in a nested dict/list."""
+    yield prefix, node
+    if isinstance(node, dict):
+        for k, v in node.items():
+            yield from paths(v, prefix + (k,))
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            yield from paths(v, prefix + (i,))
+
+
+ALL_PATHS = [p for p, _ in paths(BASE) if p]
+
+
+def mutate(doc, path, action, junk, key):
+    doc = copy.deepcopy(doc)
+    parent = doc
+    for p in path[:-1]:
+        parent = parent[p]
+    last = path[-1]
+    if action == "replace":
+        parent[last] = junk
+    elif action == "delete":
+        del parent[last]
+    elif action == "add" and isinstance(parent[last], dict):
+        parent[last][key] = junk
+    elif action == "add" and isinstance(parent[last], list):
+        parent[last].append(junk)
+    else:
+        parent[last] = junk
+    return doc
+
+
+def dump(doc) -> str:
+    try:
+        return yaml.safe_dump(doc, sort_keys=False, allow_unicode=True)
+    except (yaml.YAMLError, ValueError, OverflowError):  # e.g. an int too long for the emitter
+        return str(doc)
+
+
+LOCATED = re.compile(r"\(line \d+\)|<file>|<yaml>|<top>")
+
+
+def run_and_judge(tmp_path, data: bytes, capsys):
+    scen = tmp_path / "s.yaml"
+    scen.write_bytes(data)
+    out = tmp_path / "out.h5"
+    if out.exists():
+        out.unlink()
+    args = ["run", str(scen), "-o", str(out), "--quiet", "--no-progress"]
+    try:  # keep valid runs short whatever step the mutation chose
+        sc = parse_scenario(data.decode("utf-8"))
+        args += ["--end", repr(min(sc.time.end, 10 * sc.time.step))]
+    except (ScenarioError, UnicodeDecodeError):
+        pass
+    code = main(args)
+    err = capsys.readouterr().err
+    assert code in (0, 2, 3), f"exit {code}:\n{err}"
+    if code == 2:
+        assert not out.exists(), "a refused scenario must not leave an output file"
+        assert LOCATED.search(err) or "not run:" in err, err
+    else:
+        with h5py.File(out) as f:
+            assert f.attrs["status"] == ("completed" if code == 0 else "failed")
+            for k in FRAME_DATASETS:  # never a NaN or inf frame on disk
+                if k not in ("connectors/length", "solver/residual_norm"):
+                    assert np.isfinite(f[k][:]).all(), k
+    return code
+
+
+FUZZ = settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture,
+                                                                        HealthCheck.too_slow])
+
+
+@FUZZ
+@given(path=st.sampled_from(ALL_PATHS), action=st.sampled_from(["replace", "delete", "add"]), junk=JUNK,
+       key=st.text(min_size=1, max_size=10))
+def test_mutated_scenarios_run_or_are_refused_cleanly(tmp_path, capsys, path, action, junk, key):
+    run_and_judge(tmp_path, dump(mutate(BASE, path, action, junk, key)).encode("utf-8"), capsys)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(data=st.one_of(st.binary(max_size=200),
+                      st.text(max_size=200).map(lambda s: s.encode("utf-8")),
+                      st.sampled_from([b"", b"\xff\xfe\x00", b"{{{", b"- - -\n\t:", b"mbsim: 1\n\x00",
+                                       b"%YAML 9.9\n---\n", b"a: &x [*x]\n", b"[" * 5000])))
+def test_files_that_are_not_scenarios_are_refused(tmp_path, capsys, data):
+    assert run_and_judge(tmp_path, data, capsys) == 2
+
+
+@pytest.mark.parametrize("edit,expect", [
+    (lambda d: d["bodies"][1].update(mass=-1.0), "mass"),
+    (lambda d: d["bodies"][1].update(inertia=[[1, 2, 0], [2, 1, 0], [0, 0, 1]]), "positive definite"),
+    (lambda d: d["bodies"][1].update(inertia=[0, 0.02, 0.03]), "inertia"),
+    (lambda d: d["bodies"][1].update(name="bøb ☃"), None),  # unicode names are fine ...
+    (lambda d: d.update(connectors=[]), None),               # ... and so are empty lists
+    (lambda d: d["time"].update(step=float("nan")), "finite"),
+    (lambda d: d.update(gravity=[0, 0, float("inf")]), "finite"),
+    (lambda d: d["time"].update(end=1e300, step=1e-300), "steps"),
+])
+def test_named_hostile_cases(tmp_path, capsys, edit, expect):
+    doc = copy.deepcopy(BASE)
+    edit(doc)
+    if expect is None:  # valid: must run (names referring to the renamed body are fixed up)
+        text = dump(doc).replace("- bob\n", "- bøb ☃\n").replace("body: bob", "body: bøb ☃")
+        code = run_and_judge(tmp_path, text.encode(), capsys)
+        assert code in (0, 2)
+        return
+    scen = tmp_path / "s.yaml"
+    scen.write_text(dump(doc))
+    out = tmp_path / "o.h5"
+    assert main(["run", str(scen), "-o", str(out), "--quiet"]) == 2
+    assert expect in capsys.readouterr().err
+    assert not out.exists()
+
+
+def test_numerical_trouble_ends_in_a_clear_failure_not_nan_frames(tmp_path, capsys):
+    """Exploding stiffness at a huge step: a failure (exit 3) with finite frames only, or a cut-back."""
+    doc = copy.deepcopy(BASE)
+    doc["connectors"][0]["stiffness"] = 1e15
+    doc["time"] = {"end": 0.5, "step": 0.25}
+    doc["output"] = {"interval": 0.25}
+    doc["integrator"]["newton"]["max_iterations"] = 3
+    code = run_and_judge(tmp_path, dump(doc).encode(), capsys)
+    assert code in (0, 3)
+    doc["time"]["adaptive"] = True
+    assert run_and_judge(tmp_path, dump(doc).encode(), capsys) in (0, 3)
