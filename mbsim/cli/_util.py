@@ -49,10 +49,10 @@ def _describe(sc, end: Optional[float] = None) -> str:
 def _report_invalid(exc, run: bool) -> None:
     _err(exc.report())
     if run:
-        _err("nothing was run and no file was written; fix the problems above (SCENARIO.md explains "
+        _err("nothing was run and no file was written; fix the problems above (docs/scenario.md explains "
              "every key) and run again")
     else:
-        _err("fix the problems above (SCENARIO.md explains every key) and validate again")
+        _err("fix the problems above (docs/scenario.md explains every key) and validate again")
 
 
 def _plain(value):
