@@ -24,11 +24,11 @@ import traceback
 from typing import Optional, Sequence
 
 from .. import __version__
-from . import compare, simulate, verify
+from . import compare, export, simulate, verify, visual
 from ._util import EXIT_DIFFERENCES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER, _err
 
 # One module per command group; each adds its subcommands in register(sub, common, fmt).
-COMMANDS = (simulate, compare, verify)
+COMMANDS = (simulate, compare, verify, visual, export)
 
 EPILOG = """\
 exit codes:

@@ -1,0 +1,286 @@
+"""``mbsim plot RESULT.h5`` and ``mbsim animate RESULT.h5``: pictures of a result
+(:mod:`mbsim.viz.plot`, :mod:`mbsim.viz.animate`)."""
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+
+from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out
+
+WHATS = ("dashboard", "energy", "motion", "forces", "solver")
+
+PLOT_EPILOG = """what (--what):
+  dashboard  everything on one page (default): energy budget and balance drift,
+             body positions and 3D paths, connector forces and moments, Newton
+             iterations, step sizes and residuals
+  energy     kinetic, potential, dissipated energy, external work; drift of
+             the balance K + V + D - W
+  motion     x, y, z of the body centres over time and their 3D paths
+  forces     |F| of springs and dampers, |M| of torsional dampers, lengths
+  solver     Newton iterations, step size and final residual per frame
+
+With many bodies or connectors the plots show a selection (6 bodies spread
+over the scenario order, the 8 connectors with the largest peaks) unless
+--bodies / --connectors name them. The format follows the extension of -o
+(png, pdf, svg, ...); an existing file is replaced. No display is needed.
+
+exit codes: 0 written, 2 missing or unreadable result, bad options, unknown
+body or connector name, matplotlib not installed, output not writable
+
+examples:
+  mbsim plot out/pendulum.h5                          dashboard -> out/pendulum-dashboard.png
+  mbsim plot out/pendulum.h5 --what energy -o energy.png --size 1200x800
+  mbsim plot out/chain.h5 --what motion --bodies link00 link49
+"""
+
+ANIMATE_EPILOG = """Bodies are drawn as the uniform boxes with their mass and inertia, with their
+axes (x red, y green, z blue); fixed bodies and world as small grey cubes;
+springs as coils, dampers as cylinders with a rod, torsional dampers as arcs
+about their joint axis around body B. The view and its limits stay fixed.
+An existing file is replaced. No display is needed.
+
+exit codes: 0 written, 2 missing or unreadable result, bad options, an
+extension other than .gif or .mp4, MP4 without ffmpeg, matplotlib or Pillow
+not installed, output not writable
+
+examples:
+  mbsim animate out/pendulum.h5                         -> out/pendulum.gif, real time at 25 fps
+  mbsim animate out/pendulum.h5 -o swing.mp4 --fps 30   (needs ffmpeg)
+  mbsim animate out/chain.h5 --every 2 --elev 10 --azim 0 --size 640x480
+"""
+
+
+def register(sub, common, fmt) -> None:
+    """Add ``plot`` and ``animate`` to ``sub``."""
+    p = sub.add_parser("plot", parents=[common], formatter_class=fmt,
+                       help="plot a result: energy, motion, forces, solver (PNG, PDF, SVG)",
+                       description="Plot a trajectory file written by `mbsim run`: by default a dashboard of "
+                                   "energy, motion, connector forces and solver work. Needs matplotlib "
+                                   "(pip install 'mbsim[plot]').",
+                       epilog=PLOT_EPILOG)
+    p.add_argument("result", metavar="RESULT", help="result file (.h5)")
+    p.add_argument("-o", "--output", metavar="FIG",
+                   help="figure file; default: RESULT without .h5 plus -WHAT.png, beside it")
+    p.add_argument("--what", choices=WHATS, default="dashboard", help="which figure (default: dashboard)")
+    p.add_argument("--bodies", nargs="+", metavar="NAME", help="bodies to show (dashboard, motion)")
+    p.add_argument("--connectors", nargs="+", metavar="NAME", help="connectors to show (dashboard, forces)")
+    p.add_argument("--size", type=_size_arg, metavar="WxH",
+                   help="figure size in pixels, e.g. 1200x800 (default depends on --what: dashboard "
+                        "1800x1200, at least 1000x680; energy 1200x800, motion 1400x800, forces and "
+                        "solver 1200x900, each at least 480x360)")
+    p.add_argument("--quiet", action="store_true", help="print only errors")
+    p.set_defaults(handler=_cmd_plot)
+
+    a = sub.add_parser("animate", parents=[common], formatter_class=fmt,
+                       help="3D animation of a result (GIF, or MP4 with ffmpeg)",
+                       description="Animate a trajectory file written by `mbsim run` in 3D, with a clock. "
+                                   "GIF through Pillow, MP4 through ffmpeg. Needs matplotlib "
+                                   "(pip install 'mbsim[plot]').",
+                       epilog=ANIMATE_EPILOG)
+    a.add_argument("result", metavar="RESULT", help="result file (.h5)")
+    a.add_argument("-o", "--output", metavar="ANIM",
+                   help="animation file, .gif or .mp4; default: RESULT with .gif instead of .h5, beside it")
+    a.add_argument("--fps", type=_fps_arg, default=25.0, metavar="N",
+                   help="frames per second of the animation (default 25)")
+    a.add_argument("--every", type=_every_arg, metavar="N",
+                   help="use every N-th stored frame (default: the N that plays the motion in real time)")
+    a.add_argument("--elev", type=_angle_arg, default=20.0, metavar="DEG",
+                   help="view elevation above the x-y plane in degrees (default 20)")
+    a.add_argument("--azim", type=_angle_arg, default=-60.0, metavar="DEG",
+                   help="view azimuth about z in degrees (default -60)")
+    a.add_argument("--size", type=_size_arg, default=(800, 600), metavar="WxH",
+                   help="size in pixels (default 800x600; even numbers for MP4)")
+    a.add_argument("--quiet", action="store_true", help="print only errors")
+    a.add_argument("--no-progress", action="store_true",
+                   help="no progress bar (it is shown only when stderr is a terminal anyway)")
+    a.set_defaults(handler=_cmd_animate)
+
+
+# --------------------------------------------------------------------------
+# argument types
+
+def _size_arg(text: str):
+    w, sep, h = text.lower().partition("x")
+    try:
+        size = (int(w), int(h)) if sep else None
+    except ValueError:
+        size = None
+    if size is None:
+        raise argparse.ArgumentTypeError(f"must be WIDTHxHEIGHT in pixels, e.g. 1200x800, got {text!r}")
+    if not all(50 <= s <= 10000 for s in size):
+        raise argparse.ArgumentTypeError(f"width and height must be 50 ... 10000 pixels, got {text!r}")
+    return size
+
+
+def _every_arg(text: str) -> int:
+    try:
+        n = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
+    return n
+
+
+def _fps_arg(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be a number of frames per second, got {text!r}") from None
+    if not 0.1 <= x <= 100:  # GIF frame times are whole hundredths of a second
+        raise argparse.ArgumentTypeError(f"must be 0.1 ... 100 frames per second, got {text!r}")
+    return x
+
+
+def _angle_arg(text: str) -> float:
+    try:
+        x = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"must be an angle in degrees, got {text!r}") from None
+    if not abs(x) <= 360:
+        raise argparse.ArgumentTypeError(f"must be an angle in degrees, -360 ... 360, got {text!r}")
+    return x
+
+
+# --------------------------------------------------------------------------
+# shared steps
+
+def need(*packages) -> bool:
+    """Import the optional ``packages``; print the install hint and return False when one is missing."""
+    from ..viz import MissingDependency, require
+    try:
+        for p in packages:
+            require(p)
+    except MissingDependency as exc:
+        _err(str(exc))
+        return False
+    return True
+
+
+def load(path, quiet: bool = False):
+    """The trajectory dict of the result at ``path``, or None after saying what is wrong.
+
+    A result of a run that did not finish (status ``failed``, ``interrupted`` or
+    ``running``) is used as far as it goes, with a note unless ``quiet``.
+    """
+    from ..viz.geometry import frame_count
+    from .compare import _read_result
+    traj, problem = _read_result(path)
+    if problem:
+        _err(problem)
+        return None
+    T = frame_count(traj)
+    status = traj["attrs"].get("status")
+    if T == 0:
+        _err(f"{path}: holds no frames (status {status!r}); nothing to show")
+        return None
+    if status != "completed" and not quiet:
+        _err(f"note: {path} has status {status!r}: using the {T} frames it holds, t = 0 … "
+             f"{_g(traj['time'][T - 1])} s (`mbsim info {path}` says why the run stopped)")
+    return traj
+
+
+def beside(result: str, suffix: str) -> str:
+    """``out/run.h5`` → ``out/run<suffix>``."""
+    stem, ext = os.path.splitext(result)
+    return (stem if ext.lower() in (".h5", ".hdf5") else result) + suffix
+
+
+def make_parent(path: str) -> bool:
+    parent = os.path.dirname(os.path.abspath(path))
+    try:
+        os.makedirs(parent, exist_ok=True)
+    except OSError as exc:
+        _err(f"cannot create the directory {parent} ({exc.strerror or exc}); choose another -o path")
+        return False
+    return True
+
+
+# --------------------------------------------------------------------------
+# commands
+
+def _cmd_plot(args) -> int:
+    if not need("matplotlib"):
+        return EXIT_INVALID
+    from ..viz import plot
+    out = args.output or beside(args.result, f"-{args.what}.png")
+    ext = os.path.splitext(out)[1].lower().lstrip(".")
+    formats = plot.supported_formats()
+    if ext not in formats:
+        _err(f"cannot write {out!r}: the extension must be one of {', '.join(formats)} (e.g. .png)")
+        return EXIT_INVALID
+    traj = load(args.result, args.quiet)
+    if traj is None:
+        return EXIT_INVALID
+    try:
+        fig = plot.make(args.what, traj, bodies=args.bodies, connectors=args.connectors, size=args.size)
+    except plot.UnknownName as exc:
+        _err(f"{exc}; check the names with `mbsim info {args.result}`")
+        return EXIT_INVALID
+    except plot.FigureTooSmall as exc:
+        _err(f"{exc}; give a larger --size" + (" or plot one part (--what energy, motion, forces or solver)"
+                                               if args.what == "dashboard" else ""))
+        return EXIT_INVALID
+    if not make_parent(out):
+        return EXIT_INVALID
+    try:
+        plot.save(fig, out)
+    except OSError as exc:
+        _err(f"cannot write {out} ({exc.strerror or exc}); choose another -o path")
+        return EXIT_INVALID
+    if not args.quiet:
+        w, h = fig.get_size_inches() * fig.dpi
+        _out(f"wrote {out} ({args.what}, {round(w)}x{round(h)} px)")
+    return EXIT_OK
+
+
+def _cmd_animate(args) -> int:
+    if not need("matplotlib", "PIL"):
+        return EXIT_INVALID
+    from ..viz import animate
+    out = args.output or beside(args.result, ".gif")
+    try:
+        writer = animate.check_writer(out)
+    except animate.WriterUnavailable as exc:
+        _err(str(exc))
+        return EXIT_INVALID
+    if writer == "ffmpeg" and (args.size[0] % 2 or args.size[1] % 2):
+        _err(f"MP4 (H.264) needs an even width and height, got {args.size[0]}x{args.size[1]}; "
+             f"e.g. --size {args.size[0] + args.size[0] % 2}x{args.size[1] + args.size[1] % 2}")
+        return EXIT_INVALID
+    traj = load(args.result, args.quiet)
+    if traj is None:
+        return EXIT_INVALID
+    every = args.every or animate.default_every(traj, args.fps)
+    from ..viz.geometry import frame_indices
+    n = len(frame_indices(traj, every))
+    if not args.quiet:
+        _err(f"rendering {n} frames ({_every_words(every)} at {_g(args.fps)} fps) to {out}")
+    if not make_parent(out):
+        return EXIT_INVALID
+    bar = None
+    if not args.quiet and not args.no_progress and _isatty(sys.stderr):
+        from tqdm import tqdm
+        bar = tqdm(total=n, unit="frame", file=sys.stderr, leave=False)
+    try:
+        info = animate.animate(traj, out, fps=args.fps, every=every, elev=args.elev, azim=args.azim,
+                               size=args.size, progress=(lambda i, total: bar.update(1)) if bar else None)
+    except OSError as exc:
+        _err(f"cannot write {out} ({exc.strerror or exc}); choose another -o path")
+        return EXIT_INVALID
+    finally:
+        if bar is not None:
+            bar.close()
+    if not args.quiet:
+        _out(f"wrote {info.path} ({info.frames} frames, {args.size[0]}x{args.size[1]} px, {_g(info.fps)} fps, "
+             f"t = {_g(info.t_first)} … {_g(info.t_last)} s)")
+    return EXIT_OK
+
+
+def _every_words(n: int) -> str:
+    """1 → "every stored frame", 4 → "every 4th stored frame"."""
+    if n == 1:
+        return "every stored frame"
+    suffix = "th" if 10 <= n % 100 <= 20 else {1: "st", 2: "nd", 3: "rd"}.get(n % 10, "th")
+    return f"every {n}{suffix} stored frame"

@@ -1,0 +1,277 @@
+"""3D animation of a stored trajectory: bodies as boxes with their axes, connectors as
+springs, dashpots and arcs, and a clock.
+
+Each moving body is drawn as the uniform box with its mass and inertia
+(:func:`mbsim.viz.geometry.box_shapes`) and its body axes (x red, y green, z
+blue); fixed bodies, and ``world`` where a connector uses it, as small grey
+cubes.  A spring is a coil between its current insertion points, a damper a
+cylinder with a piston rod, a torsional damper an arc about its joint axis
+around body B's centre, starting along B's x axis so that it turns with B.
+The view is fixed over the whole animation (limits from the whole trajectory,
+one scale on all three axes).
+
+Built on :class:`matplotlib.animation.FuncAnimation` without ``pyplot``: GIF
+through Pillow, MP4 through ffmpeg when it is installed.  Needs matplotlib
+(``pip install 'mbsim[plot]'``).
+"""
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from typing import Callable, Optional
+
+import numpy as np
+from matplotlib import animation
+from matplotlib.figure import Figure
+from matplotlib.lines import Line2D
+from mpl_toolkits.mplot3d.art3d import Line3DCollection, Poly3DCollection
+
+from . import geometry as geo
+from .plot import body_colors, set_equal_3d
+
+DPI = 100
+DEFAULT_SIZE = (800, 600)
+DEFAULT_FPS = 25
+FORMATS = (".gif", ".mp4")
+
+SPRING_COLOR = "#b8860b"
+DAMPER_COLOR, ROD_COLOR = "#5f6b7a", "#2b2b2b"
+TORSION_COLOR = "tab:purple"
+AXIS_COLORS = ("#d62728", "#2ca02c", "#1f77b4")  # body x, y, z
+FIXED_COLOR = "0.55"
+
+
+class WriterUnavailable(ValueError):
+    """The animation cannot be written in the requested format here (the message says what to do)."""
+
+
+@dataclass(frozen=True)
+class AnimationInfo:
+    """What :func:`animate` wrote: file, number of frames, frames per second, frames skipped."""
+
+    path: str
+    frames: int
+    fps: float
+    every: int
+    t_first: float
+    t_last: float
+
+
+def default_every(traj: dict, fps: float) -> int:
+    """Stored frames per animation frame for real-time playback at ``fps`` (at least 1)."""
+    t = np.asarray(traj["time"][: geo.frame_count(traj)], dtype=float)
+    if len(t) < 2:
+        return 1
+    dt = float(np.median(np.diff(t)))
+    return max(1, int(round(1.0 / (fps * dt)))) if dt > 0 else 1
+
+
+def check_writer(path) -> str:
+    """The matplotlib writer name for ``path`` (``pillow`` for .gif, ``ffmpeg`` for .mp4), or
+    :class:`WriterUnavailable` saying why not."""
+    ext = os.path.splitext(str(path))[1].lower()
+    if ext == ".gif":
+        return "pillow"
+    if ext == ".mp4":
+        if not animation.writers.is_available("ffmpeg"):
+            raise WriterUnavailable("MP4 needs ffmpeg, which is not installed here (or not on PATH); "
+                                    "install it (e.g. `apt-get install ffmpeg`) or write a GIF instead: "
+                                    "-o ANIM.gif")
+        return "ffmpeg"
+    raise WriterUnavailable(f"cannot write {ext or 'a file without extension'!r} animations; "
+                            f"name the output .gif (Pillow) or .mp4 (ffmpeg)")
+
+
+class Scene:
+    """Everything drawn in one animation, with ``update(k)`` moving it to stored frame ``k``."""
+
+    def __init__(self, traj: dict, *, elev: float = 20.0, azim: float = -60.0, size=DEFAULT_SIZE,
+                 dpi: int = DPI):
+        self.traj = traj
+        sc = geo.scenario_of(traj)
+        self.time = np.asarray(traj["time"][: geo.frame_count(traj)], dtype=float)
+        self.pos, self.R = geo.body_poses(traj)  # world appended as the last body
+        self.geom = geo.connector_geometry(traj, sc)
+        self.types = list(traj["connectors/type"])
+        B = len(traj["bodies/name"])
+        fixed = np.asarray(traj["bodies/fixed"], dtype=bool)
+        edges, self.box_axes = geo.box_shapes(traj, sc)
+
+        # Scene size: where bodies and connector ends go over the whole run.
+        pts = [self.pos[:, :B].reshape(-1, 3)] if B else []
+        if len(self.types):
+            pts.append(self.geom.points.reshape(-1, 3))
+        uses_world = B in set(self.geom.body_a) | set(self.geom.body_b)
+        if uses_world:
+            pts.append(np.zeros((1, 3)))
+        pts = np.concatenate(pts)
+        pts = pts[np.isfinite(pts).all(axis=1)]
+        lo, hi = pts.min(axis=0), pts.max(axis=0)
+        reach = float(np.max(hi - lo)) or 1.0
+        marker = 0.04 * reach  # size of the markers for fixed bodies and bodies of unknown shape
+
+        self.moving = np.flatnonzero(~fixed)
+        unknown = ~np.isfinite(edges).all(axis=1)
+        edges[unknown] = marker
+        self.edges = edges
+        self.axis_len = 0.75 * edges.max(axis=1)  # body axes poke out of the box
+
+        # The view: the whole trajectory, boxes included (half their diagonal around each centre).
+        half_diag = 0.5 * float(np.linalg.norm(edges[self.moving], axis=1).max()) if len(self.moving) else 0.0
+        lo, hi = lo - half_diag, hi + half_diag
+
+        fig = Figure(figsize=(size[0] / dpi, size[1] / dpi), dpi=dpi)
+        ax = fig.add_axes((0.0, 0.05, 1.0, 0.86), projection="3d")
+        set_equal_3d(ax, lo, hi, pad=0.02)
+        ax.set_box_aspect(ax.get_box_aspect(), zoom=0.88)  # room for the axis labels
+        ax.view_init(elev=elev, azim=azim)
+        ax.set_xlabel("x [m]")
+        ax.set_ylabel("y [m]")
+        ax.set_zlabel("z [m]")
+        for a in (ax.xaxis, ax.yaxis, ax.zaxis):
+            a.label.set_fontsize(8)
+        ax.tick_params(labelsize=7)
+        self.fig, self.ax = fig, ax
+
+        # Static: fixed bodies and world as grey cubes.
+        anchors = list(np.flatnonzero(fixed)) + ([B] if uses_world else [])
+        if anchors:
+            a = np.array(anchors)
+            corners = geo.box_corners(self.pos[0, a], self.R[0, a], np.full((len(a), 3), marker),
+                                      np.broadcast_to(np.eye(3), (len(a), 3, 3)))
+            ax.add_collection3d(Poly3DCollection(corners[:, geo.BOX_FACES].reshape(-1, 4, 3),
+                                                 facecolor=FIXED_COLOR, edgecolor="0.3", linewidth=0.5),
+                                autolim=False)
+
+        # Moving: boxes (one collection for all faces), axes, connectors.
+        face = np.repeat(body_colors(len(self.moving)), 6, axis=0) if len(self.moving) else "C0"
+        self.boxes = Poly3DCollection(np.zeros((6 * len(self.moving), 4, 3)), facecolor=face, alpha=0.35,
+                                      edgecolor="0.25", linewidth=0.6)
+        ax.add_collection3d(self.boxes, autolim=False)
+        self.axes_lines = []
+        for color in AXIS_COLORS:
+            lc = Line3DCollection(np.zeros((len(self.moving), 2, 3)), colors=color, linewidths=1.8)
+            ax.add_collection3d(lc, autolim=False)
+            self.axes_lines.append(lc)
+
+        types = np.array(self.types, dtype=object)
+        self.springs = np.flatnonzero(types == "spring")
+        self.dampers = np.flatnonzero(types == "damper")
+        self.torsion = np.flatnonzero(types == "torsional_damper")
+        L = np.linalg.norm(self.geom.points[:, :, 1] - self.geom.points[:, :, 0], axis=-1)
+        # coil radius: a fixed share of the scene, less for springs that are short for their whole run
+        self.coil_radius = np.minimum(0.015 * reach, 0.12 * np.median(L[:, self.springs], axis=0)) \
+            if len(self.springs) else np.zeros(0)
+        # arc radius: outside body B's box; several arcs on one body a little apart
+        tb = self.geom.body_b[self.torsion]
+        nth, seen = np.zeros(len(tb)), {}
+        for j, b in enumerate(tb.tolist()):
+            nth[j] = seen[b] = seen.get(b, -1) + 1
+        size_b = np.where(tb < B, edges[np.minimum(tb, max(B - 1, 0))].max(axis=1) if B else marker, marker)
+        self.arc_radius = 0.6 * size_b * (1.0 + 0.18 * nth)
+        thin = 0.5 if len(self.types) > 20 else 1.0  # a crowded scene reads better with finer lines
+        self.coil_lines = Line3DCollection([], colors=SPRING_COLOR, linewidths=1.3 * thin)
+        self.cylinders = Line3DCollection([], colors=DAMPER_COLOR, linewidths=6.0 * thin)
+        self.rods = Line3DCollection([], colors=ROD_COLOR, linewidths=1.6 * thin)
+        self.arc_lines = Line3DCollection([], colors=TORSION_COLOR, linewidths=2.0 * thin)
+        for lc in (self.coil_lines, self.cylinders, self.rods, self.arc_lines):
+            ax.add_collection3d(lc, autolim=False)
+
+        # Clock, title and key.
+        name = traj.get("attrs", {}).get("scenario_name") or "mbsim result"
+        fig.text(0.5, 0.97, name, ha="center", va="center", fontsize=11)
+        self.clock = fig.text(0.02, 0.97, "", ha="left", va="center", fontsize=11, family="monospace")
+        key = [Line2D([], [], color=c, lw=1.8, label=f"body {a}") for c, a in zip(AXIS_COLORS, "xyz")]
+        if len(self.springs):
+            key.append(Line2D([], [], color=SPRING_COLOR, lw=1.3, label="spring"))
+        if len(self.dampers):
+            key.append(Line2D([], [], color=DAMPER_COLOR, lw=5, label="damper"))
+        if len(self.torsion):
+            key.append(Line2D([], [], color=TORSION_COLOR, lw=2, label="torsional damper"))
+        if anchors:
+            key.append(Line2D([], [], color=FIXED_COLOR, marker="s", ls="", label="fixed"))
+        fig.legend(handles=key, loc="upper center", ncol=len(key), fontsize=8, frameon=False,
+                   bbox_to_anchor=(0.5, 0.945), handlelength=1.5, columnspacing=1.2)
+
+    def update(self, k: int):
+        """Move every artist to stored frame ``k``; returns the artists."""
+        m = self.moving
+        r, R = self.pos[k, m], self.R[k, m]
+        if len(m):
+            corners = geo.box_corners(r, R, self.edges[m], self.box_axes[m])
+            self.boxes.set_verts(corners[:, geo.BOX_FACES].reshape(-1, 4, 3))
+            for j, lc in enumerate(self.axes_lines):
+                tip = r + self.axis_len[m, None] * R[:, :, j]
+                lc.set_segments(np.stack([r, tip], axis=1))
+        g = self.geom
+        if len(self.springs):
+            p = g.points[k, self.springs]
+            self.coil_lines.set_segments(geo.coils(p[:, 0], p[:, 1], self.coil_radius))
+        if len(self.dampers):
+            p = g.points[k, self.dampers]
+            mid = p[:, 0] + 0.55 * (p[:, 1] - p[:, 0])
+            self.cylinders.set_segments(np.stack([p[:, 0] + 0.08 * (p[:, 1] - p[:, 0]), mid], axis=1))
+            self.rods.set_segments(np.concatenate([np.stack([p[:, 0], mid], axis=1),
+                                                   np.stack([mid, p[:, 1]], axis=1)]))
+        if len(self.torsion):
+            b = g.body_b[self.torsion]
+            self.arc_lines.set_segments(geo.arcs(self.pos[k, b], g.axis[k, self.torsion], self.R[k, b][:, :, 0],
+                                                 self.arc_radius))
+        self.clock.set_text(f"t = {self.time[k]:.3f} s")
+        return [self.boxes, *self.axes_lines, self.coil_lines, self.cylinders, self.rods, self.arc_lines,
+                self.clock]
+
+
+def animate(traj: dict, path, *, fps: float = DEFAULT_FPS, every: Optional[int] = None, elev: float = 20.0,
+            azim: float = -60.0, size=DEFAULT_SIZE, dpi: int = DPI,
+            progress: Optional[Callable[[int, int], None]] = None) -> AnimationInfo:
+    """Write the animation of ``traj`` to ``path`` (.gif through Pillow, .mp4 through ffmpeg).
+
+    Parameters
+    ----------
+    traj : dict
+        As returned by :func:`mbsim.io.reader.read_trajectory`.
+    path : str or os.PathLike
+        Output file; its extension picks the format.
+    fps : float
+        Animation frames per second.
+    every : int, optional
+        Use every N-th stored frame (0, N, 2N, …); default: the N that plays the
+        motion in real time at ``fps``.
+    elev, azim : float
+        View elevation and azimuth [degrees].
+    size : (int, int)
+        Width and height [pixels].  MP4 (H.264) needs both even.
+    progress : callable, optional
+        Called as ``progress(i, n)`` after each of the n frames is drawn.
+
+    Raises
+    ------
+    WriterUnavailable
+        Unknown extension, or MP4 without ffmpeg, or odd MP4 dimensions.
+    """
+    writer_name = check_writer(path)
+    if writer_name == "ffmpeg" and (size[0] % 2 or size[1] % 2):
+        raise WriterUnavailable(f"MP4 (H.264) needs an even width and height, got {size[0]}x{size[1]}")
+    if every is None:
+        every = default_every(traj, fps)
+    frames = geo.frame_indices(traj, every)
+    if len(frames) == 0:
+        raise ValueError("the result holds no frames to animate")
+    scene = Scene(traj, elev=elev, azim=azim, size=size, dpi=dpi)
+    anim = animation.FuncAnimation(scene.fig, scene.update, frames=[int(k) for k in frames], blit=False,
+                                   repeat=False, cache_frame_data=False)
+    if writer_name == "pillow":
+        writer = animation.PillowWriter(fps=fps)
+    else:
+        writer = animation.FFMpegWriter(fps=fps, codec="h264", extra_args=["-pix_fmt", "yuv420p"])
+    anim.save(os.fspath(path), writer=writer, dpi=dpi, progress_callback=progress)
+    return AnimationInfo(path=os.fspath(path), frames=len(frames), fps=float(fps), every=int(every),
+                         t_first=float(scene.time[frames[0]]), t_last=float(scene.time[frames[-1]]))
+
+
+def frame_figure(traj: dict, k: int = -1, **options) -> Figure:
+    """One still of the animation: the scene at stored frame ``k`` (default the last), as a Figure."""
+    scene = Scene(traj, **options)
+    scene.update(range(len(scene.time))[k])
+    return scene.fig
