@@ -51,6 +51,9 @@ examples:
   mbsim info out/pendulum.h5 --json             what a result file holds
   mbsim compare new.h5 old.h5 --rtol 1e-5       same trajectory within tolerance?
   mbsim verify pendulum.yaml --end 0.5          order of accuracy against a reference
+  mbsim plot out/pendulum.h5                    energy, motion, forces, solver dashboard (PNG)
+  mbsim animate out/pendulum.h5 -o pendulum.gif a 3D animation of the mechanism
+  mbsim export out/pendulum.h5 --csv out/csv    tidy CSV (or --vtk DIR for ParaView)
 """
 
 # When the terminal cannot show these, say the same in ASCII rather than crash.
@@ -81,7 +84,7 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         return exc.code if isinstance(exc.code, int) else (EXIT_OK if exc.code is None else EXIT_INVALID)
     if args.command is None:
         parser.print_usage(sys.stderr)
-        _err("mbsim: choose a command: validate, run, info, compare or verify (mbsim --help explains them)")
+        _err(f"mbsim: choose a command: {', '.join(parser.command_names)} (mbsim --help explains them)")
         return EXIT_INVALID
     try:
         return args.handler(args)
@@ -118,6 +121,7 @@ def build_parser() -> argparse.ArgumentParser:
 
     for module in COMMANDS:
         module.register(sub, common, fmt)
+    p.command_names = list(sub.choices)
     p.set_defaults(command=None)
     return p
 
