@@ -117,6 +117,8 @@ def main(argv=None) -> int:
                     help="target wall time per N when --steps is not given (default 4)")
     ap.add_argument("--write", action="store_true",
                     help="also write the HDF5 trajectory (to a temporary directory, then deleted)")
+    ap.add_argument("--profile", action="store_true",
+                    help="also print where the time of a Newton iteration goes, per phase")
     args = ap.parse_args(argv)
     if any(n < 1 for n in args.n):
         ap.error("--n: every chain length must be >= 1")
@@ -131,6 +133,7 @@ def main(argv=None) -> int:
               f"{'steps/s':>9} {'it/step':>8}")
     print(header)
     print("-" * len(header))
+    profiles = []
     with tempfile.TemporaryDirectory(prefix="mbsim-bench-") as tmp:
         out_dir = tmp if args.write else None
         for n in args.n:
@@ -139,7 +142,31 @@ def main(argv=None) -> int:
             rate = s.steps / s.wall_time_s if s.wall_time_s > 0 else float("inf")
             print(f"{n:>6} {6 * n:>9}  {s.linear_solver:<28} {s.steps:>6} {setup:>8.3f} {s.wall_time_s:>8.3f} "
                   f"{rate:>9.1f} {s.iterations_per_step:>8.2f}", flush=True)
+            profiles.append((n, s))
+    if args.profile:
+        print_profile(profiles)
     return 0
+
+
+PHASES = [("bodies", "body kinematics, residual, tangent"), ("elements", "connector kernels"),
+          ("assembly", "scatter into R and K"), ("factorization", "LU factorization"),
+          ("solve", "triangular solves"), ("energy", "per-step energy integrals"),
+          ("output", "frames and file")]
+
+
+def print_profile(profiles) -> None:
+    """Per phase: µs per Newton iteration and share of the time loop, one column per N."""
+    print("\nwhere the time goes (per Newton iteration, µs; share of the time loop in parentheses)")
+    print(f"{'phase':<42}" + "".join(f"{'N = ' + str(n):>18}" for n, _ in profiles))
+    for key, label in PHASES + [("other", "driver, Newton bookkeeping")]:
+        cells = []
+        for _, s in profiles:
+            its = max(s.newton_iterations, 1)
+            t = s.timing.get(key, 0.0) if key != "other" else s.wall_time_s - sum(s.timing.values())
+            cells.append(f"{1e6 * t / its:>10.1f} ({100 * t / s.wall_time_s:>3.0f}%)")
+        print(f"{key + ': ' + label:<42}" + "".join(f"{c:>18}" for c in cells))
+    print(f"{'total per iteration':<42}" + "".join(
+        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, s in profiles))
 
 
 if __name__ == "__main__":

@@ -82,8 +82,31 @@ class Assembler:
         self.rows = self.indices.astype(np.int64)
         self.cols = ucol.astype(np.int64)
         # one position array for all contributions, in the order values are concatenated
-        self.positions = pos.ravel()
+        self._pattern_index = pos.ravel()
         self._n_body_entries = rows_b.size
+        # pairs of moving bodies that a connector couples (the linear solver's graph)
+        pairs = [np.stack((k.ia, k.ib), axis=1) for k in model.kinds]
+        pairs = np.concatenate(pairs) if pairs else np.zeros((0, 2), np.intp)
+        self.coupling = pairs[(pairs < nm).all(axis=1)]
+        self.use_storage(np.arange(self.nnz, dtype=np.int64), self.nnz)
+
+    def use_storage(self, storage_map: np.ndarray, size: int) -> None:
+        """Scatter into the linear solver's storage: entry j of the CSC pattern lives at
+        ``storage_map[j]`` of an array of ``size`` values."""
+        self.size = size
+        self.positions = np.asarray(storage_map, dtype=np.int64)[self._pattern_index]
+        # the same positions per block, for the compiled scatter: bodies (nm, 18) and every
+        # connector kind (n, 144) with −1 where an entry is dropped (a fixed body's)
+        nb = self._n_body_entries
+        self.body_pos = self.positions[:nb].reshape(-1, 18)
+        self.kind_pos = []
+        start = nb
+        for mask in self.kind_tan_mask:
+            kp = np.full(mask.size, -1, dtype=np.int64)
+            count = int(mask.sum())
+            kp[mask] = self.positions[start:start + count]
+            start += count
+            self.kind_pos.append(kp.reshape(-1, 144))
 
     # ------------------------------------------------------------------
     def residual(self, R_body: np.ndarray, evals) -> np.ndarray:
@@ -113,4 +136,4 @@ class Assembler:
         nm = K_body_rr.shape[0]
         vals = [np.concatenate((K_body_rr.reshape(nm, 9), K_body_tt.reshape(nm, 9)), axis=1).ravel()]
         vals += [ev.tangent.ravel()[mask] for mask, ev in zip(self.kind_tan_mask, evals)]
-        return np.bincount(self.positions, weights=np.concatenate(vals), minlength=self.nnz)
+        return np.bincount(self.positions, weights=np.concatenate(vals), minlength=self.size)

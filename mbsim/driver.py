@@ -73,6 +73,7 @@ class RunSummary:
     linear_solver: str = ""
     exit_code: int = EXIT_OK
     failure: str = ""  # StepStatus value of the step that failed ("" unless status is failed)
+    timing: dict = field(default_factory=dict)  # wall time per phase [s]: the integrator's, plus "output"
     frames_data: Optional[dict] = field(default=None, repr=False)
 
     @property
@@ -237,6 +238,7 @@ class _Loop:
         self.energies: dict[str, list] = {k: [] for k in ("kinetic", "potential", "dissipated", "external_work")}
         self.kept: dict[str, list] = {}
         self.start = None  # set by run(resume=True): where an unfinished run stopped
+        self.output_time = 0.0
         self.wall_before = 0.0
 
     # --------------------------------------------------------------
@@ -261,6 +263,13 @@ class _Loop:
                 "wall_time_s": self.wall_before + wall}
 
     def _frame(self, s, iterations, rnorm, dt):
+        t0 = time.perf_counter()
+        try:
+            self._write_frame(s, iterations, rnorm, dt)
+        finally:
+            self.output_time += time.perf_counter() - t0
+
+    def _write_frame(self, s, iterations, rnorm, dt):
         fr = frame_quantities(self.model, s)
         bad = [k for k, v in fr.items() if k != "connectors/length" and not np.all(np.isfinite(v))]
         if bad:  # a finite state whose energies or forces overflow: never write such a frame
@@ -367,8 +376,10 @@ class _Loop:
                     _bar_update(bar, s.t, integ, time.monotonic() - t_start, self.controller)
                 bar.close()
         wall = time.monotonic() - t_start
+        t0 = time.perf_counter()
         if self.writer is not None:
             self.writer.close(status, message, self._counters(wall))
+        self._close_time = time.perf_counter() - t0
         with np.errstate(all="ignore"):
             drift, rel = energy_drift(*(self.energies[k] for k in ("kinetic", "potential", "dissipated",
                                                                     "external_work")))
@@ -378,7 +389,8 @@ class _Loop:
         rejected = self.controller.rejected if self.controller else 0
         return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, rejected,
                           wall, self.frames, drift, rel, linear_solver=integ.solver.kind, exit_code=code,
-                          failure=failure, frames_data=data)
+                          failure=failure, frames_data=data,
+                          timing=dict(integ.timing, output=self.output_time + self._close_time))
 
 
 class _NonFiniteFrame(Exception):

@@ -1,8 +1,18 @@
 """The one place that decides how the Newton system ``K Δu = R`` is solved.
 
-Small systems go to LAPACK (dense LU); larger ones to SuperLU on the CSC
-pattern from :mod:`mbsim.assembly` with a COLAMD fill-reducing ordering.
-The tangent is not symmetric (THEORY §5), so no Cholesky.
+Three strategies, chosen once per model from its coupling graph and size:
+
+- **tree** — the moving bodies joined by connectors form a forest (a chain,
+  a rope, a tree; any number of bodies): block LU without fill in O(N)
+  (:mod:`mbsim.kernels.tree`, compiled).  Needs the compiled engine.
+- **dense** — other small systems (≤ DENSE_MAX_DOFS unknowns): LAPACK LU.
+- **sparse** — other large systems: SuperLU on the CSC pattern of
+  :mod:`mbsim.assembly` with a COLAMD fill-reducing ordering.
+
+The tangent is not symmetric (THEORY §5), so no Cholesky.  Each strategy
+says where every entry of the tangent pattern lives in its own storage
+(:attr:`LinearSolver.storage_map`), so the assembler scatters straight into
+it.
 """
 from __future__ import annotations
 
@@ -21,26 +31,74 @@ class SingularMatrix(Exception):
 
 
 class LinearSolver:
-    """Factorize-and-solve for a fixed CSC pattern; counts factorizations (``nlu``)."""
+    """Factorize-and-solve for a fixed tangent pattern; counts factorizations (``nlu``).
 
-    def __init__(self, ndof: int, indptr: np.ndarray, indices: np.ndarray):
+    Parameters
+    ----------
+    ndof : int
+    indptr, indices : int arrays
+        CSC pattern of the tangent.
+    rows, cols : int arrays
+        The same pattern entry by entry (CSC order).
+    coupling : (m, 2) int array, optional
+        Pairs of moving bodies joined by a connector; enables the tree strategy.
+    compiled : bool
+        Whether compiled kernels may be used (the tree strategy needs them).
+    """
+
+    def __init__(self, ndof: int, indptr, indices, rows=None, cols=None, coupling=None, compiled=False):
         self.ndof = ndof
         self.indptr = indptr
         self.indices = indices
-        self.dense = ndof <= DENSE_MAX_DOFS
-        if self.dense:
-            cols = np.repeat(np.arange(ndof), np.diff(indptr))
-            self._flat = indices.astype(np.int64) * ndof + cols  # row-major position
         self.nlu = 0
+        nm = ndof // 6
+        self.tree = None
+        if compiled and coupling is not None and nm > 0:
+            from .kernels import tree
+            self.tree = tree.forest(nm, np.asarray(coupling, dtype=np.int64).reshape(-1, 2))
+        if self.tree is not None:
+            from .kernels import tree
+            self.strategy = "tree"
+            self.nm = nm
+            self.storage_size = 3 * 36 * nm
+            self.storage_map = tree.block_position(np.asarray(rows), np.asarray(cols), nm, self.tree[0])
+            self._piv = np.zeros((nm, 6), dtype=np.int64)
+        else:
+            self.strategy = "dense" if ndof <= DENSE_MAX_DOFS else "sparse"
+            self.storage_size = len(indices)
+            self.storage_map = np.arange(len(indices), dtype=np.int64)  # CSC data order itself
+            if self.strategy == "dense":
+                cols_ = np.repeat(np.arange(ndof), np.diff(indptr))
+                self._flat = indices.astype(np.int64) * ndof + cols_  # row-major position
+
+    @property
+    def dense(self) -> bool:
+        return self.strategy == "dense"
 
     @property
     def kind(self) -> str:
-        return "dense LU (LAPACK)" if self.dense else "sparse LU (SuperLU, COLAMD)"
+        return {"tree": "block tree LU (no fill)", "dense": "dense LU (LAPACK)",
+                "sparse": "sparse LU (SuperLU, COLAMD)"}[self.strategy]
 
-    def solve(self, data: np.ndarray, rhs: np.ndarray) -> np.ndarray:
-        """Solve ``K x = rhs`` with K given by its CSC ``data``; raise SingularMatrix on failure."""
+    def to_csc(self, data: np.ndarray) -> np.ndarray:
+        """CSC data of the pattern from data in this solver's storage (tests, diagnostics)."""
+        return np.asarray(data)[self.storage_map]
+
+    def factorize(self, data: np.ndarray):
+        """Factorize K given in this solver's storage; return ``solve(rhs)``.  Raise SingularMatrix.
+
+        The tree strategy factorizes ``data`` in place.
+        """
         self.nlu += 1
         n = self.ndof
+        if self.strategy == "tree":
+            from .kernels import tree
+            parent, order = self.tree
+            piv = self._piv.copy()
+            bad = tree.factorize(data, self.nm, parent, order, piv)
+            if bad >= 0:
+                raise SingularMatrix(f"singular diagonal block of moving body {bad} (internal order)")
+            return lambda rhs: tree.solve(data, self.nm, parent, order, piv, rhs)
         try:
             if self.dense:
                 A = np.zeros(n * n)
@@ -48,8 +106,12 @@ class LinearSolver:
                 lu = scipy.linalg.lu_factor(A.reshape(n, n), check_finite=False)
                 if np.any(np.diag(lu[0]) == 0.0):
                     raise SingularMatrix("zero pivot in dense LU")
-                return scipy.linalg.lu_solve(lu, rhs, check_finite=False)
+                return lambda rhs: scipy.linalg.lu_solve(lu, rhs, check_finite=False)
             K = sp.csc_matrix((data, self.indices, self.indptr), shape=(n, n))
-            return spla.splu(K, permc_spec="COLAMD").solve(rhs)
+            return spla.splu(K, permc_spec="COLAMD").solve
         except (RuntimeError, np.linalg.LinAlgError, ValueError) as exc:
             raise SingularMatrix(str(exc)) from exc
+
+    def solve(self, data: np.ndarray, rhs: np.ndarray) -> np.ndarray:
+        """Solve ``K x = rhs`` with K given in this solver's storage; raise SingularMatrix on failure."""
+        return self.factorize(np.array(data))(rhs)

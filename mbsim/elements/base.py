@@ -64,6 +64,7 @@ class ConnectorKind:
     """
 
     type: ClassVar[str] = ""
+    compiled: bool = False  # set by the Model: evaluate with the numba kernel of the kind
 
     def __init__(self, specs, index, body_index, r0, R0):
         self.names = [s.name for s in specs]
@@ -77,6 +78,16 @@ class ConnectorKind:
 
     def evaluate(self, kin: Kinematics, tangent: Optional[str] = None) -> ElementEval:
         """Evaluate every instance; ``tangent`` is None, ``'consistent'`` or ``'seed'``."""
+        if self.compiled:
+            return self.evaluate_compiled(kin, tangent)
+        return self.evaluate_numpy(kin, tangent)
+
+    def evaluate_numpy(self, kin: Kinematics, tangent: Optional[str] = None) -> ElementEval:
+        """The batched numpy kernel: the readable reference implementation."""
+        raise NotImplementedError
+
+    def evaluate_compiled(self, kin: Kinematics, tangent: Optional[str] = None) -> ElementEval:
+        """The same quantities from the compiled kernel (:mod:`mbsim.kernels.connectors`)."""
         raise NotImplementedError
 
 
@@ -151,7 +162,9 @@ def pair_tangent(alpha_f, f, F, M, pA: PointKinematics, pB: PointKinematics, geo
     return K.reshape(n, 12, 12)
 
 
-def zeros_eval(n: int, with_tangent: bool) -> ElementEval:
-    z3 = np.zeros((n, 3))
-    return ElementEval(np.zeros((n, 12)), np.zeros((n, 12, 12)) if with_tangent else None,
-                       z3, z3, np.full(n, np.nan), np.zeros(n), np.zeros(n), np.zeros(n, bool))
+MODES = {None: 0, "consistent": 1, "seed": 2}  # tangent argument -> kernel mode
+
+
+def outputs(n: int, tangent: Optional[str]):
+    """Fresh output arrays for a compiled kernel: residual, tangent (or a 1-row dummy)."""
+    return np.empty((n, 12)), np.empty((n, 12, 12) if tangent is not None else (1, 12, 12))

@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.rotations import cross, skew
-from .base import ConnectorKind, ElementEval, PointKinematics, material_arms, pair_residual, pair_tangent
+from ..kernels import connectors as kc
+from .base import (MODES, ConnectorKind, ElementEval, PointKinematics, material_arms, outputs, pair_residual,
+                   pair_tangent)
 
 
 class Damper(ConnectorKind):
@@ -25,7 +27,7 @@ class Damper(ConnectorKind):
             return kin.g * Z1 @ T + skew(cross(kin.w1[ib], z1))
         return kin.g * Z1 @ T.transpose(0, 2, 1) + skew(kin.w1[ib]) @ Z1
 
-    def evaluate(self, kin, tangent=None) -> ElementEval:
+    def evaluate_numpy(self, kin, tangent=None) -> ElementEval:
         pA = PointKinematics.of(kin, self.ia, self.ZA)
         pB = PointKinematics.of(kin, self.ib, self.ZB)
         dv = pB.velocity(kin, self.ib, self.ZB) - pA.velocity(kin, self.ia, self.ZA)
@@ -42,3 +44,17 @@ class Damper(ConnectorKind):
             residual=pair_residual(f, zero, pA, pB), tangent=K, force=f, moment=zero,
             length=np.linalg.norm(pB.xa - pA.xa, axis=1), power=np.einsum("ni,ni->n", f, dv),
             potential=np.zeros(self.n), degenerate=np.zeros(self.n, bool))
+
+    def evaluate_compiled(self, kin, tangent=None) -> ElementEval:
+        n = self.n
+        res, K = outputs(n, tangent)
+        f, L, pw = np.empty((n, 3)), np.empty(n), np.empty(n)
+        T = kin.T if kin.T is not None else _UNUSED  # a single state: no tangent, T unused
+        kc.damper(self.ia, self.ib, self.ZA, self.ZB, self.c, kin.alpha_f, kin.g, kin.R1, kin.Rn, kin.r1, kin.rn,
+                  kin.v1, kin.vn, kin.w1, kin.wn, T, MODES[tangent], res, K, f, L, pw)
+        return ElementEval(residual=res, tangent=K if tangent is not None else None, force=f,
+                           moment=np.zeros_like(f), length=L, power=pw, potential=np.zeros(n),
+                           degenerate=np.zeros(n, bool))
+
+
+_UNUSED = np.zeros((1, 3, 3))  # stands in for T(θ) where the kernel reads none (mode 0)

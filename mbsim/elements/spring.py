@@ -4,7 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.rotations import outer, skew
-from .base import ConnectorKind, ElementEval, PointKinematics, material_arms, pair_residual, pair_tangent
+from ..kernels import connectors as kc
+from .base import (MODES, ConnectorKind, ElementEval, PointKinematics, material_arms, outputs, pair_residual,
+                   pair_tangent)
 
 # Below this length (relative to the rest length) a spring with L0 > 0 has no
 # direction: the step fails instead of producing a huge, arbitrary force.
@@ -23,7 +25,7 @@ class Spring(ConnectorKind):
         self.k = np.array([s.stiffness for s in specs], dtype=float)
         self.L0 = np.array([s.rest_length for s in specs], dtype=float)
 
-    def evaluate(self, kin, tangent=None) -> ElementEval:
+    def evaluate_numpy(self, kin, tangent=None) -> ElementEval:
         pA = PointKinematics.of(kin, self.ia, self.ZA)
         pB = PointKinematics.of(kin, self.ib, self.ZB)
         c = pB.xa - pA.xa
@@ -43,3 +45,12 @@ class Spring(ConnectorKind):
         return ElementEval(
             residual=pair_residual(f, zero, pA, pB), tangent=K, force=f, moment=zero, length=L,
             power=np.zeros(self.n), potential=0.5 * self.k * (L - self.L0) ** 2, degenerate=degenerate)
+
+    def evaluate_compiled(self, kin, tangent=None) -> ElementEval:
+        n = self.n
+        res, K = outputs(n, tangent)
+        f, L, pot, deg = np.empty((n, 3)), np.empty(n), np.empty(n), np.empty(n, dtype=np.bool_)
+        kc.spring(self.ia, self.ib, self.ZA, self.ZB, self.k, self.L0, kin.alpha_f, kin.R1, kin.Rn, kin.r1, kin.rn,
+                  MODES[tangent], res, K, f, L, pot, deg)
+        return ElementEval(residual=res, tangent=K if tangent is not None else None, force=f,
+                           moment=np.zeros_like(f), length=L, power=np.zeros(n), potential=pot, degenerate=deg)

@@ -4,11 +4,15 @@ from __future__ import annotations
 import numpy as np
 
 from ..model.rotations import matvec, outer, skew
-from .base import ConnectorKind, ElementEval
+from ..kernels import connectors as kc
+from .base import MODES, ConnectorKind, ElementEval, outputs
 
 # P = c0 I + c1 n⊗n for each projection; DP·ω then contributes W = −c1[(n·ω)I + n⊗ω] n̂'
 # (THEORY §7 lists W for P2 (+) and P3 (−); P1 and none have W = 0).
 _PROJ = {"P1": (1.0, 0.0), "P2": (1.0, -1.0), "P3": (0.0, 1.0), "none": (0.0, 0.0)}
+
+
+_UNUSED = np.zeros((1, 3, 3))  # stands in for T(θ) and Ω where the kernel reads none (mode 0)
 
 
 class TorsionalDamper(ConnectorKind):
@@ -25,7 +29,7 @@ class TorsionalDamper(ConnectorKind):
                         dtype=float).reshape(-1, 3)
         self.E = np.einsum("nji,nj->ni", R0[self.ia], axis)  # material axis in A's frame
 
-    def evaluate(self, kin, tangent=None) -> ElementEval:
+    def evaluate_numpy(self, kin, tangent=None) -> ElementEval:
         ia, ib = self.ia, self.ib
         w = kin.interp(kin.w1[ib], kin.wn[ib]) - kin.interp(kin.w1[ia], kin.wn[ia])
         n1 = matvec(kin.R1[ia], self.E)
@@ -56,3 +60,14 @@ class TorsionalDamper(ConnectorKind):
             residual=np.concatenate((zero, m, zero, -m), axis=1), tangent=K, force=zero, moment=m,
             length=np.full(self.n, np.nan), power=np.einsum("ni,ni->n", m, w),
             potential=np.zeros(self.n), degenerate=np.zeros(self.n, bool))
+
+    def evaluate_compiled(self, kin, tangent=None) -> ElementEval:
+        n = self.n
+        res, K = outputs(n, tangent)
+        m, pw = np.empty((n, 3)), np.empty(n)
+        T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)  # single state: unused
+        kc.torsional(self.ia, self.ib, self.E, self.chi, self.c0, self.c1, kin.alpha_f, kin.g, kin.R1, kin.Rn,
+                     kin.w1, kin.wn, T, Om, MODES[tangent], res, K, m, pw)
+        return ElementEval(residual=res, tangent=K if tangent is not None else None, force=np.zeros_like(m),
+                           moment=m, length=np.full(n, np.nan), power=pw, potential=np.zeros(n),
+                           degenerate=np.zeros(n, bool))

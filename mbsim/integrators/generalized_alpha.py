@@ -26,6 +26,7 @@ connector is degenerate (a spring with L0 > 0 collapsed to L = 0).
 from __future__ import annotations
 
 import enum
+import time
 from dataclasses import dataclass, field, replace
 from typing import Optional
 
@@ -128,11 +129,16 @@ class GeneralizedAlpha:
         self.model = model
         self.spec = spec
         self.params = AlphaParameters.from_rho(spec.rho_inf)
-        self.assembler = Assembler(model)
-        self.solver = LinearSolver(model.ndof, self.assembler.indptr, self.assembler.indices)
+        asm = self.assembler = Assembler(model)
+        self.solver = LinearSolver(model.ndof, asm.indptr, asm.indices, asm.rows, asm.cols, asm.coupling,
+                                   compiled=model.engine == "numba")
+        asm.use_storage(self.solver.storage_map, self.solver.storage_size)
         self.n_steps = 0
         self.n_iterations = 0
         self.n_assemblies = 0
+        # wall time per phase of the Newton iteration [s] (benchmarks/chain.py --profile)
+        self.timing = {k: 0.0 for k in ("bodies", "elements", "assembly", "factorization", "solve", "energy")}
+        self.clock = time.perf_counter
 
     # ------------------------------------------------------------------
     def initial_state(self) -> State:
@@ -178,13 +184,20 @@ class GeneralizedAlpha:
     def evaluate(self, ctx: "_StepContext", r1: np.ndarray, q1: np.ndarray,
                  tangent: Optional[str] = None) -> "_Iterate":
         """Residual (and tangent data if ``tangent``) at the iterate ``(r1, q1)`` (THEORY §4–7)."""
-        m, p = self.model, self.params
+        self.n_assemblies += 1
+        if self.model.engine == "numba":
+            return self._evaluate_compiled(ctx, r1, q1, tangent)
+        return self._evaluate_numpy(ctx, r1, q1, tangent)
+
+    def _evaluate_numpy(self, ctx, r1, q1, tangent):
+        """The batched numpy path: readable, and the reference for the compiled one."""
+        m, p, clock = self.model, self.params, self.clock
         nm = m.n_moving
         af, am, gamma = p.alpha_f, p.alpha_m, p.gamma
         s, dt, g, c_a, Rn = ctx.s, ctx.dt, ctx.g, ctx.c_a, ctx.Rn
         Jb, mass = m.inertia[:nm], m.mass[:nm]
-        self.n_assemblies += 1
 
+        t0 = clock()
         R1 = quat_to_matrix(q1)
         theta = cayvec_quat(quat_mul(q1, ctx.qn_conj))
         C = cay(theta)
@@ -204,19 +217,56 @@ class GeneralizedAlpha:
         R1X = matvec(R1[:nm], X)
         inert_t = af * R1X + (1 - af) * matvec(Rn[:nm], X)
         R_body = np.concatenate((ctx.F_ext - inert_r, ctx.M_ext - inert_t), axis=1)
-
-        evals = [kind.evaluate(kin, tangent) for kind in m.kinds]
-        R = self.assembler.residual(R_body, evals)
-        Q = self.assembler.force_scale(
-            np.concatenate((np.abs(ctx.F_ext) + np.abs(inert_r), np.abs(ctx.M_ext) + np.abs(inert_t)), axis=1),
-            evals)
-        data = None
+        Ktt = None
         if tangent is not None:
             S = Rn[:nm].transpose(0, 2, 1) @ T[:nm].transpose(0, 2, 1)
             Lam_a = af * R1[:nm] + (1 - af) * Rn[:nm]
             inner = am * c_a * Jb + af * g * (skew(W1) @ Jb - skew(JW1))
             Ktt = -af * skew(R1X) + Lam_a @ inner @ S
-            data = self.assembler.tangent_data(ctx.Krr, Ktt, evals)
+        t1 = clock()
+        evals = [kind.evaluate(kin, tangent) for kind in m.kinds]
+        t2 = clock()
+        R = self.assembler.residual(R_body, evals)
+        Q = self.assembler.force_scale(
+            np.concatenate((np.abs(ctx.F_ext) + np.abs(inert_r), np.abs(ctx.M_ext) + np.abs(inert_t)), axis=1),
+            evals)
+        data = self.assembler.tangent_data(ctx.Krr, Ktt, evals) if tangent is not None else None
+        self.timing["bodies"] += t1 - t0
+        self.timing["elements"] += t2 - t1
+        self.timing["assembly"] += clock() - t2
+        return _Iterate(R=R, Q=Q, data=data, evals=evals, theta=theta, a1=a1, v1=v1, w1=w1, al1=al1)
+
+    def _evaluate_compiled(self, ctx, r1, q1, tangent):
+        """The same quantities from the compiled kernels (:mod:`mbsim.kernels`)."""
+        from ..kernels import bodies as kb
+        m, p, clock, asm = self.model, self.params, self.clock, self.assembler
+        nm, n = m.n_moving, m.n_all
+        s = ctx.s
+        t0 = clock()
+        R1, T, Om = np.empty((n, 3, 3)), np.empty((n, 3, 3)), np.empty((n, 3, 3))
+        theta, v1, a1, w1, al1 = (np.empty((n, 3)) for _ in range(5))
+        kb.kinematics(q1, s.q, r1, s.r, s.v, s.a, s.w, s.al, ctx.dt, ctx.c_a, ctx.g, p.gamma, ctx.a_pred,
+                      ctx.w_pred, ctx.al_pred, R1, theta, T, Om, v1, a1, w1, al1)
+        kin = Kinematics(alpha_f=p.alpha_f, R1=R1, Rn=ctx.Rn, r1=r1, rn=s.r, v1=v1, vn=s.v, w1=w1, wn=s.w,
+                         g=ctx.g, T=T, Omega=Om)
+        R, Q = np.empty(asm.ndof), np.empty(asm.ndof)
+        Ktt = np.empty((nm, 3, 3)) if tangent is not None else np.empty((1, 3, 3))
+        kb.residual(nm, m.mass, m.inertia, R1, ctx.Rn, T, a1, s.a, w1, al1, ctx.F_ext, ctx.M_ext, ctx.Xn,
+                    p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt)
+        t1 = clock()
+        evals = [kind.evaluate(kin, tangent) for kind in m.kinds]
+        t2 = clock()
+        for dofs, ev in zip(asm.kind_dofs, evals):
+            kb.scatter_residual(dofs, ev.residual, R, Q)
+        data = None
+        if tangent is not None:
+            data = np.zeros(asm.size)
+            kb.scatter_bodies(asm.body_pos, ctx.Krr[:, 0, 0].copy(), Ktt, data)
+            for pos, ev in zip(asm.kind_pos, evals):
+                kb.scatter_tangent(pos, ev.tangent, data)
+        self.timing["bodies"] += t1 - t0
+        self.timing["elements"] += t2 - t1
+        self.timing["assembly"] += clock() - t2
         return _Iterate(R=R, Q=Q, data=data, evals=evals, theta=theta, a1=a1, v1=v1, w1=w1, al1=al1)
 
     def step(self, s: State, dt: float) -> StepResult:
@@ -260,8 +310,13 @@ class GeneralizedAlpha:
                     f"no convergence in {spec.max_iterations} Newton iterations")
                 break
             try:
-                du = self.solver.solve(it.data, it.R)
-            except SingularMatrix as exc:
+                t0 = self.clock()
+                lu = self.solver.factorize(it.data)
+                t1 = self.clock()
+                du = lu(it.R)
+                self.timing["factorization"] += t1 - t0
+                self.timing["solve"] += self.clock() - t1
+            except (SingularMatrix, RuntimeError) as exc:
                 status, msg = StepStatus.SINGULAR, f"the tangent matrix is singular ({exc})"
                 break
             self.n_iterations += 1
@@ -278,7 +333,9 @@ class GeneralizedAlpha:
 
         self.n_steps += 1
         new = State(s.t + dt, r1, q1, it.v1, it.a1, it.w1, it.al1, s.dissipated, s.external_work)
+        t0 = self.clock()
         pd, pe = self.powers(new)
+        self.timing["energy"] += self.clock() - t0
         # trapezoidal rule on the power along the discrete trajectory: O(Δt²), like the scheme
         new = replace(new, power_diss=pd, power_ext=pe,
                       dissipated=s.dissipated + 0.5 * dt * (s.power_diss + pd),
@@ -313,7 +370,7 @@ class GeneralizedAlpha:
         """The global tangent as a scipy CSC matrix (for tests and diagnostics)."""
         import scipy.sparse as sp
         a = self.assembler
-        return sp.csc_matrix((data, a.indices, a.indptr), shape=(a.ndof, a.ndof))
+        return sp.csc_matrix((self.solver.to_csc(data), a.indices, a.indptr), shape=(a.ndof, a.ndof))
 
     def _culprit(self, R: np.ndarray) -> str:
         """Name the body and component with the largest residual entry."""

@@ -9,6 +9,7 @@ internal order for output.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Optional
 
 import numpy as np
 
@@ -57,9 +58,20 @@ class Model:
     gravity : (3,)
     kinds : list of ConnectorKind
         One batched object per connector type present.
+    engine : str
+        ``"numba"`` (compiled kernels, the default when numba is installed) or
+        ``"numpy"`` (the batched reference kernels); same results to rounding.
     """
 
-    def __init__(self, scenario: Scenario):
+    def __init__(self, scenario: Scenario, engine: Optional[str] = None):
+        from .. import kernels
+        if engine is None:
+            engine = "numba" if kernels.AVAILABLE else "numpy"
+        if engine not in ("numba", "numpy"):
+            raise ValueError(f"engine must be 'numba' or 'numpy', got {engine!r}")
+        if engine == "numba" and not kernels.NUMBA:
+            raise ValueError("engine 'numba' needs numba, which is not installed (pip install numba)")
+        self.engine = engine
         self.scenario = scenario
         specs = scenario.bodies
         moving = [i for i, b in enumerate(specs) if not b.fixed]
@@ -91,7 +103,9 @@ class Model:
         for type_name, cls in ELEMENTS.items():
             idx = [i for i, c in enumerate(scenario.connectors) if c.type == type_name]
             if idx:
-                self.kinds.append(cls([scenario.connectors[i] for i in idx], idx, self.index, self.r0, R0))
+                kind = cls([scenario.connectors[i] for i in idx], idx, self.index, self.r0, R0)
+                kind.compiled = engine == "numba"
+                self.kinds.append(kind)
         self.n_connectors = len(scenario.connectors)
         self.connector_names = [c.name for c in scenario.connectors]
 

@@ -69,18 +69,34 @@ def test_scatter_maps_match_a_naive_assembly(fixed_middle):
     assert np.allclose(K, naive_global(ga, it, ctx, r1, q1), rtol=1e-13, atol=1e-9)
 
 
-def test_dense_and_sparse_solves_give_the_same_trajectory(monkeypatch):
-    sc = chain(25)  # 150 unknowns
+@pytest.mark.parametrize("fixed_middle", [False, True])
+def test_tree_dense_and_sparse_solves_give_the_same_trajectory(monkeypatch, fixed_middle):
+    """The chain is a forest (two trees when its middle body is fixed): the block tree LU, LAPACK and
+    SuperLU must give the same steps."""
+    import mbsim.kernels.tree
+    sc = chain(25, fixed_middle)  # 150 unknowns
+    forest = mbsim.kernels.tree.forest
     results = []
-    for dense_max in (10**6, 0):
-        monkeypatch.setattr(mbsim.linalg, "DENSE_MAX_DOFS", dense_max)
-        ga = GeneralizedAlpha(Model(sc), sc.integrator)
-        assert ga.solver.dense == (dense_max > 0)
+    for strategy in ("tree", "dense", "sparse"):
+        monkeypatch.setattr(mbsim.kernels.tree, "forest", forest if strategy == "tree" else (lambda *a: None))
+        monkeypatch.setattr(mbsim.linalg, "DENSE_MAX_DOFS", 10**6 if strategy == "dense" else 0)
+        ga = GeneralizedAlpha(Model(sc, engine="numba"), sc.integrator)
+        assert ga.solver.strategy == strategy
         s = ga.initial_state()
         for _ in range(5):
             res = ga.step(s, 1e-3)
             assert res.ok
             s = res.state
         results.append(s)
-    assert np.allclose(results[0].r, results[1].r, rtol=0, atol=1e-12)
-    assert np.allclose(results[0].q, results[1].q, rtol=0, atol=1e-12)
+    for other in results[1:]:
+        assert np.allclose(results[0].r, other.r, rtol=0, atol=1e-12)
+        assert np.allclose(results[0].q, other.q, rtol=0, atol=1e-12)
+
+
+def test_a_cycle_is_not_a_tree():
+    from mbsim.kernels.tree import forest
+    assert forest(3, np.array([[0, 1], [1, 2], [2, 0]])) is None
+    parent, order = forest(4, np.array([[0, 1], [1, 2], [1, 0], [3, 3]]))  # duplicates and a self pair
+    assert list(parent) == [-1, 0, 1, -1] and set(order) == {0, 1, 2, 3}
+    pos = {b: i for i, b in enumerate(order)}
+    assert pos[2] < pos[1] < pos[0]  # children before parents

@@ -50,11 +50,14 @@ def fd_tangent(ga, ctx, r1, q1, eps=1e-6):
     return K
 
 
-def tangents(sc, rng, mode="consistent"):
+ENGINES = ["numba", "numpy"]  # the compiled kernels and the numpy reference are both checked
+
+
+def tangents(sc, rng, mode="consistent", engine="numba"):
     """(analytic, finite-difference) tangents of the connectors alone and of the bodies alone."""
-    full = GeneralizedAlpha(Model(sc), sc.integrator)
+    full = GeneralizedAlpha(Model(sc, engine), sc.integrator)
     bare_sc = dataclasses.replace(sc, connectors=(), loads=())
-    bare = GeneralizedAlpha(Model(bare_sc), bare_sc.integrator)
+    bare = GeneralizedAlpha(Model(bare_sc, engine), bare_sc.integrator)
     s = random_state(full.model, rng)
     r1, q1 = random_iterate(full.model, s, rng)
     cf, cb = full.prepare(s, DT), bare.prepare(s, DT)
@@ -92,22 +95,24 @@ CASES = [("spring", None), ("zero-length spring", None), ("damper", None)] + [
     ("torsional", p) for p in ("P1", "P2", "P3", "none")]
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("rho", [0.0, 1.0])
 @pytest.mark.parametrize("fixed_case", ["moving", "A world", "B fixed"])
 @pytest.mark.parametrize("kind,projection", CASES)
-def test_connector_tangent_matches_finite_differences(kind, projection, fixed_case, rho):
+def test_connector_tangent_matches_finite_differences(kind, projection, fixed_case, rho, engine):
     bodies, (A, B) = two_bodies(fixed_case)
     sc = scenario(bodies, [connector_of(kind, A, B, projection)], rho_inf=rho)
     rng = np.random.default_rng(zlib.crc32(repr((kind, projection, fixed_case, rho)).encode()))
-    (K, Kfd), _ = tangents(sc, rng)
+    (K, Kfd), _ = tangents(sc, rng, engine=engine)
     if kind == "torsional" and projection == "none":
         assert np.abs(K).max() == 0 and np.abs(Kfd).max() < 1e-8
         return
     assert rel_err(K, Kfd) <= 1e-6
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("rho", [0.0, 0.5, 1.0])
-def test_body_tangent_matches_finite_differences(rho):
+def test_body_tangent_matches_finite_differences(rho, engine):
     rng = np.random.default_rng(11)
     bodies = [body(f"b{i}", rng.uniform(0.5, 2), rng.uniform(0.01, 0.1, 3), rng.normal(size=3),
                    rng.normal(size=3)) for i in range(3)]
@@ -115,16 +120,17 @@ def test_body_tangent_matches_finite_differences(rho):
     J = np.array([[0.05, 0.01, -0.004], [0.01, 0.03, 0.002], [-0.004, 0.002, 0.04]])
     bodies.append(body("full", 1.1, J, (0, 1, 0), (0.3, 0.2, 0.1)))
     sc = scenario(bodies, (), [load("b0", (1, 2, 3), "torque")], gravity=(0, 0, -9.81), rho_inf=rho)
-    _, (Kb, Kb_fd) = tangents(sc, rng)
+    _, (Kb, Kb_fd) = tangents(sc, rng, engine=engine)
     assert rel_err(Kb, Kb_fd) <= 1e-6
 
 
-def test_whole_system_tangent_with_many_connectors():
+@pytest.mark.parametrize("engine", ENGINES)
+def test_whole_system_tangent_with_many_connectors(engine):
     """Every kind at once, shared bodies, a chain to world: the assembled global tangent."""
     from tests.builders import nonlinear_3d
     sc = nonlinear_3d(rho_inf=0.5)
     rng = np.random.default_rng(3)
-    ga = GeneralizedAlpha(Model(sc), sc.integrator)
+    ga = GeneralizedAlpha(Model(sc, engine), sc.integrator)
     s = random_state(ga.model, rng)
     r1, q1 = random_iterate(ga.model, s, rng)
     ctx = ga.prepare(s, DT)
@@ -191,13 +197,14 @@ def seed_blocks_by_hand(kind, ga, ctx, r1, q1, conn, projection):
     return K
 
 
+@pytest.mark.parametrize("engine", ENGINES)
 @pytest.mark.parametrize("kind,projection", [("spring", None), ("damper", None), ("torsional", "P1"),
                                              ("torsional", "P2"), ("torsional", "P3")])
-def test_seed_tangent_reproduces_the_excerpts_matrices(kind, projection):
+def test_seed_tangent_reproduces_the_excerpts_matrices(kind, projection, engine):
     bodies, (A, B) = two_bodies("moving")
     conn = connector_of(kind, A, B, projection)
     sc = scenario(bodies, [conn], rho_inf=0.6, tangent="seed")
-    ga = GeneralizedAlpha(Model(sc), sc.integrator)
+    ga = GeneralizedAlpha(Model(sc, engine), sc.integrator)
     rng = np.random.default_rng(5)
     s = random_state(ga.model, rng)
     r1, q1 = random_iterate(ga.model, s, rng)
@@ -217,3 +224,39 @@ def _kin(ga, ctx, r1, q1):
     it = ga.evaluate(ctx, r1, q1, None)
     return Kinematics.of_step(ga.params.alpha_f, ctx.g, quat_to_matrix(q1), ctx.Rn, r1, ctx.s.r, it.v1,
                               ctx.s.v, it.w1, ctx.s.w, tmat(it.theta))
+
+
+@pytest.mark.parametrize("tangent", [None, "consistent", "seed"])
+def test_compiled_and_numpy_engines_agree(tangent):
+    """Every output of every connector kind, and the assembled residual and tangent, from the compiled
+    kernels and from the numpy reference kernels, at a random 3D iterate with fixed bodies on both sides."""
+    from tests.builders import nonlinear_3d
+    base = nonlinear_3d(rho_inf=0.7)
+    extra = [connector_of("spring", "world", "a", None), connector_of("damper", "a", "world", None),
+             connector_of("torsional", "b", "world", "P3"), connector_of("torsional", "world", "b", "P2")]
+    extra = [dataclasses.replace(c, name=f"x{i}") for i, c in enumerate(extra)]
+    sc = dataclasses.replace(base, connectors=base.connectors + tuple(extra))
+    out = {}
+    for engine in ENGINES:
+        ga = GeneralizedAlpha(Model(sc, engine), sc.integrator)
+        rng = np.random.default_rng(8)
+        s = random_state(ga.model, rng)
+        r1, q1 = random_iterate(ga.model, s, rng)
+        ctx = ga.prepare(s, DT)
+        it = ga.evaluate(ctx, r1, q1, tangent)
+        kin = _kin(ga, ctx, r1, q1)
+        out[engine] = (it, [kind.evaluate(kin, tangent) for kind in ga.model.kinds],
+                       None if tangent is None else ga.tangent_matrix(it.data).toarray())
+    (a, ea, Ka), (b, eb, Kb) = out["numba"], out["numpy"]
+    scale = np.abs(b.R).max()
+    assert np.allclose(a.R, b.R, rtol=1e-12, atol=1e-12 * scale)
+    assert np.allclose(a.Q, b.Q, rtol=1e-12, atol=1e-12 * scale)
+    for x, y in zip(ea, eb):
+        for field in ("residual", "force", "moment", "length", "power", "potential", "degenerate"):
+            u, v = getattr(x, field), getattr(y, field)
+            big = np.abs(np.nan_to_num(v, nan=0.0)).max(initial=1.0)
+            assert np.allclose(u, v, rtol=1e-12, atol=1e-12 * big, equal_nan=True), field
+        if tangent is not None:
+            assert np.allclose(x.tangent, y.tangent, rtol=1e-12, atol=1e-12 * np.abs(y.tangent).max())
+    if tangent is not None:
+        assert np.allclose(Ka, Kb, rtol=1e-12, atol=1e-12 * np.abs(Kb).max())
