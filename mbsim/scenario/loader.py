@@ -120,7 +120,8 @@ def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
         Scenario name when ``data`` has no ``name`` (default ``scenario``).
     """
     try:
-        text = yaml.safe_dump(_plain(data), sort_keys=False, allow_unicode=True)
+        dumper = yaml.CSafeDumper if getattr(yaml, "__with_libyaml__", False) else yaml.SafeDumper
+        text = yaml.dump(_plain(data), Dumper=dumper, sort_keys=False, allow_unicode=True)
     except (yaml.YAMLError, RecursionError) as e:
         raise ScenarioError([Problem("<data>", None, f"cannot be written as YAML: {e}")]) from None
     return _parse(text, None, name or "scenario")

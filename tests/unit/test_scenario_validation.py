@@ -5,6 +5,7 @@ its message.  Documents are built line by line with ``doc`` so that the
 expected line numbers can be read off the test.
 """
 import math
+import pathlib
 
 import numpy as np
 import pytest
@@ -745,3 +746,30 @@ def test_junk_anywhere_gives_scenario_error_not_traceback(slot):
             parse_scenario(text)
         except ScenarioError as e:
             assert e.problems and all(isinstance(p, Problem) for p in e.problems)
+
+
+# ---------------------------------------------------------------------------
+# libyaml's C parser (the fast path) and PyYAML's Python parser read alike
+# ---------------------------------------------------------------------------
+def _problems_with(text, fast, monkeypatch):
+    import mbsim.scenario.loader as ld
+    import mbsim.scenario.yamlnodes as yn
+    monkeypatch.setattr(ld, "compose", lambda t: yn.compose(t, fast=fast))
+    try:
+        sc = parse_scenario(text)
+        return [(b.name, b.mass, tuple(b.position)) for b in sc.bodies]
+    except ScenarioError as e:
+        return [(p.path, p.line, p.message) for p in e.problems]
+
+
+@pytest.mark.parametrize("text", [
+    *(p.read_text() for p in sorted(pathlib.Path(__file__).resolve().parents[2].glob("scenarios/*.yaml"))),
+    doc(*BASE, "---", "mbsim: 1"),
+    doc(*BASE, "gravty: [0, 0, yes]"),
+    "mbsim: 1\ntime: {end: 1, step: '1e-3'}\nbodies: [{name: a, mass: 1e-3, inertia: [1, 1, 1]}]\n",
+    "a: [1, 2\n",
+])
+def test_c_and_python_yaml_parsers_agree(text, monkeypatch):
+    fast = _problems_with(text, True, monkeypatch)
+    slow = _problems_with(text, False, monkeypatch)
+    assert fast == slow
