@@ -351,6 +351,9 @@ class _Loop:
                     ctl.accepted(res)
                     if is_frame:
                         self._frame(s, res.iterations, res.residual_norm, dt)
+                        # a fresh tangent after every stored frame: the steps that follow depend only
+                        # on that frame, so a run resumed from it repeats them to the last bit
+                        integ.lu = None
                     if bar is not None and time.monotonic() - last_bar > 0.1:
                         last_bar = time.monotonic()
                         _bar_update(bar, s.t, integ, last_bar - t_start, ctl)

@@ -35,11 +35,13 @@ def load(body_name, vector, kind="force", scale=None):
 
 
 def scenario(bodies, connectors=(), loads=(), gravity=(0, 0, 0), end=1.0, step=1e-3, rho_inf=0.9,
-             tangent="consistent", interval=None, name="test", max_iterations=25, rtol=1e-8, atol=1e-10):
+             tangent="consistent", interval=None, name="test", max_iterations=25, rtol=1e-8, atol=1e-10,
+             modified=None):
     return Scenario(
         name=name, description="", gravity=fa(gravity), time=TimeSpec(float(end), float(step)),
         integrator=IntegratorSpec(rho_inf=rho_inf, tangent=tangent, max_iterations=max_iterations,
-                                  rtol=rtol, atol=atol),
+                                  rtol=rtol, atol=atol,
+                                  modified=IntegratorSpec.modified if modified is None else modified),
         output=OutputSpec(interval=float(interval if interval is not None else step)),
         bodies=tuple(bodies), connectors=tuple(connectors), loads=tuple(loads))
 
@@ -48,7 +50,7 @@ def random_rotvec(rng, scale=1.0):
     return rng.normal(size=3) * scale
 
 
-def nonlinear_3d(rho_inf=0.9, end=1.0, step=1e-3, tangent="consistent"):
+def nonlinear_3d(rho_inf=0.9, end=1.0, step=1e-3, tangent="consistent", modified=None):
     """Two spinning asymmetric bodies hanging from world: springs, dampers, torsional
     dampers with every projection, gravity and a sine torque (strongly nonlinear, 3D)."""
     from mbsim.scenario.spec import Sine
@@ -69,4 +71,4 @@ def nonlinear_3d(rho_inf=0.9, end=1.0, step=1e-3, tangent="consistent"):
     ]
     loads = [load("b", (0.0, 0.05, 0.02), "torque", Sine(1.0, 1.3, 0.2, 0.5))]
     return scenario(bodies, conns, loads, gravity=(0, 0, -9.81), end=end, step=step, rho_inf=rho_inf,
-                    tangent=tangent, interval=step, name="nonlinear3d")
+                    tangent=tangent, interval=step, name="nonlinear3d", modified=modified)

@@ -47,6 +47,11 @@ from ..scenario.spec import IntegratorSpec
 # test adds 100·ε times those magnitudes (and 100·ε·|r| to the increment test).
 _ROUNDOFF = 100 * np.finfo(float).eps
 
+# Modified Newton keeps a factorization while each residual is at most this
+# fraction of the one before; a slower contraction means the tangent has
+# drifted too far, and it is recomputed at the current iterate.
+CONTRACTION_LIMIT = 0.05
+
 
 @dataclass(frozen=True)
 class AlphaParameters:
@@ -136,6 +141,8 @@ class GeneralizedAlpha:
         self.n_steps = 0
         self.n_iterations = 0
         self.n_assemblies = 0
+        self.lu = None  # the factorization in use (modified Newton keeps it across iterations and steps)
+        self.lu_dt = None
         # wall time per phase of the Newton iteration [s] (benchmarks/chain.py --profile)
         self.timing = {k: 0.0 for k in ("bodies", "elements", "assembly", "factorization", "solve", "energy")}
         self.clock = time.perf_counter
@@ -270,7 +277,19 @@ class GeneralizedAlpha:
         return _Iterate(R=R, Q=Q, data=data, evals=evals, theta=theta, a1=a1, v1=v1, w1=w1, al1=al1)
 
     def step(self, s: State, dt: float) -> StepResult:
-        """Advance ``s`` by ``dt``; never raises on numerical trouble."""
+        """Advance ``s`` by ``dt``; never raises on numerical trouble.
+
+        With modified Newton a step that fails while reusing an old
+        factorization is tried once more with a fresh tangent at every
+        iteration before it is reported as failed.
+        """
+        res = self._newton(s, dt, modified=self.spec.modified)
+        if not res.ok and self.spec.modified and res.status is not StepStatus.DEGENERATE:
+            self.lu = None
+            res = self._newton(s, dt, modified=False)
+        return res
+
+    def _newton(self, s: State, dt: float, modified: bool) -> StepResult:
         m, spec = self.model, self.spec
         nm = m.n_moving
         ctx = self.prepare(s, dt)
@@ -278,8 +297,11 @@ class GeneralizedAlpha:
         history: list[float] = []
         du_norm = np.inf
         status, msg = None, ""
+        if not modified or self.lu_dt != dt:
+            self.lu = None  # the mass terms m/(βΔt²) change with Δt: never reuse across a new step size
         for k in range(spec.max_iterations + 1):
-            it = self.evaluate(ctx, r1, q1, spec.tangent)
+            fresh = self.lu is None
+            it = self.evaluate(ctx, r1, q1, spec.tangent if fresh else None)
             bad = [(kind, ev) for kind, ev in zip(m.kinds, it.evals) if ev.degenerate.any()]
             if bad:
                 kind, ev = bad[0]
@@ -309,16 +331,25 @@ class GeneralizedAlpha:
                 status, msg = StepStatus.MAX_ITERATIONS, (
                     f"no convergence in {spec.max_iterations} Newton iterations")
                 break
+            if not fresh and k > 0 and rnorm > CONTRACTION_LIMIT * history[-2]:
+                # the old factorization no longer contracts fast enough: refresh it here
+                it = self.evaluate(ctx, r1, q1, spec.tangent)
+                fresh = True
             try:
                 t0 = self.clock()
-                lu = self.solver.factorize(it.data)
+                if fresh:
+                    self.lu = self.solver.factorize(it.data)
+                    self.lu_dt = dt
                 t1 = self.clock()
-                du = lu(it.R)
+                du = self.lu(it.R)
                 self.timing["factorization"] += t1 - t0
                 self.timing["solve"] += self.clock() - t1
             except (SingularMatrix, RuntimeError) as exc:
+                self.lu = None
                 status, msg = StepStatus.SINGULAR, f"the tangent matrix is singular ({exc})"
                 break
+            if not modified:
+                self.lu = None
             self.n_iterations += 1
             du_norm = float(np.linalg.norm(du))
             if not np.isfinite(du_norm):

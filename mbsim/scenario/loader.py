@@ -258,7 +258,7 @@ def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
     newton = {}
     newton_node = m.get("newton")
     if newton_node is not None and kind(newton_node) != "null":
-        nm = r.mapping(newton_node, m.sub("newton"), ("max_iterations", "rtol", "atol"))
+        nm = r.mapping(newton_node, m.sub("newton"), ("max_iterations", "rtol", "atol", "modified"))
         if nm is not None:
             iterations = _optional(r, nm, "max_iterations", r.integer, 25)
             if iterations is not None and iterations < 1:
@@ -268,6 +268,7 @@ def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
                 max_iterations=iterations,
                 rtol=_optional(r, nm, "rtol", lambda n, p: r.number(n, p, ">0"), 1e-8),
                 atol=_optional(r, nm, "atol", lambda n, p: r.number(n, p, ">0"), 1e-10),
+                modified=_optional(r, nm, "modified", r.boolean, IntegratorSpec.modified),
             )
     return IntegratorSpec(rho_inf=rho, tangent=tangent, **newton)
 

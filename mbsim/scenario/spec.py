@@ -173,11 +173,15 @@ class TimeSpec:
 
 @dataclass(frozen=True)
 class IntegratorSpec:
+    """``integrator``; ``modified`` (an mbsim extension, ``newton.modified``) reuses the
+    factorized tangent across iterations and steps while Newton contracts fast."""
+
     rho_inf: float = 0.9
     tangent: str = "consistent"
     max_iterations: int = 25
     rtol: float = 1e-8
     atol: float = 1e-10
+    modified: bool = True
 
 
 @dataclass(frozen=True)
