@@ -27,6 +27,7 @@ regrowth (mbsim.stepping); ``time.min_step`` (> 0, ≤ ``time.step``, default
 """
 from __future__ import annotations
 
+import json
 import math
 import os
 from typing import Optional
@@ -108,9 +109,10 @@ def parse_scenario(text: str, source: Optional[str] = None) -> Scenario:
 def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
     """Validate a scenario given as a Python mapping (the YAML file's contents).
 
-    The mapping is dumped to YAML and parsed, so exactly the file rules apply
-    and line numbers in problems refer to ``Scenario.text``.  Tuples, numpy
-    arrays and numpy scalars are turned into lists and numbers first.
+    The mapping is written as YAML text (:func:`to_yaml`) and parsed, so
+    exactly the file rules apply and line numbers in problems refer to
+    ``Scenario.text``.  Tuples, numpy arrays and numpy scalars are turned
+    into lists and numbers first.
 
     Parameters
     ----------
@@ -120,11 +122,38 @@ def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
         Scenario name when ``data`` has no ``name`` (default ``scenario``).
     """
     try:
-        dumper = yaml.CSafeDumper if getattr(yaml, "__with_libyaml__", False) else yaml.SafeDumper
-        text = yaml.dump(_plain(data), Dumper=dumper, sort_keys=False, allow_unicode=True)
-    except (yaml.YAMLError, RecursionError) as e:
+        text = to_yaml(_plain(data))
+    except (yaml.YAMLError, RecursionError, TypeError, ValueError) as e:
         raise ScenarioError([Problem("<data>", None, f"cannot be written as YAML: {e}")]) from None
     return _parse(text, None, name or "scenario")
+
+
+def to_yaml(data) -> str:
+    """YAML text of a scenario mapping: block style at the top, one flow line per list item.
+
+    Flow collections are written as JSON, which YAML reads as flow style —
+    fast for models of many bodies (PyYAML's emitter is pure Python) and
+    readable: every body, connector and load on its own line.
+    """
+    if not isinstance(data, dict):
+        return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
+
+    def flow(v):
+        return json.dumps(v, ensure_ascii=False, allow_nan=True)
+
+    lines = []
+    for key, value in data.items():
+        k = flow(str(key)) if not isinstance(key, str) or not key.isidentifier() else key
+        if isinstance(value, list) and value and all(isinstance(x, dict) for x in value):
+            lines.append(f"{k}:")
+            lines.extend(f"  - {flow(item)}" for item in value)
+        elif isinstance(value, dict) and value:
+            lines.append(f"{k}:")
+            lines.extend(f"  {flow(str(k2)) if not isinstance(k2, str) or not k2.isidentifier() else k2}: "
+                         f"{flow(v2)}" for k2, v2 in value.items())
+        else:
+            lines.append(f"{k}: {flow(value)}")
+    return "\n".join(lines) + "\n"
 
 
 def _decode(raw: bytes, source: Optional[str]) -> str:

@@ -47,6 +47,35 @@ class _Loader(yaml.SafeLoader):
         return node
 
 
+class _Untyped(yaml.resolver.BaseResolver):
+    """Resolver for the C parser's fast path: plain scalars stay ``str``.
+
+    :func:`kind` classifies scalars by its own rules, so PyYAML's implicit
+    typing (a regular-expression match per scalar, most of the cost of
+    loading a large model) is not needed; collections keep their core tags.
+    """
+
+    _TAGS = {yaml.ScalarNode: "tag:yaml.org,2002:str", yaml.SequenceNode: "tag:yaml.org,2002:seq",
+             yaml.MappingNode: "tag:yaml.org,2002:map"}
+
+    def resolve(self, kind_, value, implicit):
+        return self._TAGS[kind_]
+
+
+if getattr(yaml, "__with_libyaml__", False):
+    from yaml.cyaml import CParser
+
+    class _FastLoader(CParser, yaml.constructor.SafeConstructor, _Untyped):
+        """libyaml's parser and composer with the untyped resolver."""
+
+        def __init__(self, stream):
+            CParser.__init__(self, stream)
+            yaml.constructor.SafeConstructor.__init__(self)
+            _Untyped.__init__(self)
+else:  # pragma: no cover - PyYAML wheels ship libyaml
+    _FastLoader = None
+
+
 def compose_python(text: str) -> tuple[Optional[Node], list[Problem]]:
     """:func:`compose` with PyYAML's Python parser only."""
     return compose(text, fast=False)
@@ -67,8 +96,8 @@ def compose(text: str, fast: Optional[bool] = None) -> tuple[Optional[Node], lis
         # libyaml's C parser composes ~10× faster (a 1000-body chain: 0.5 s instead of 5 s) but
         # cannot tell "!!str 1e3" from a plain "1e3": any tag in the text takes the Python path.
         if fast is None:
-            fast = getattr(yaml, "__with_libyaml__", False) and "!" not in text
-        loader = yaml.CSafeLoader(text) if fast else _Loader(text)
+            fast = _FastLoader is not None and "!" not in text
+        loader = _FastLoader(text) if fast else _Loader(text)
         if not loader.check_node():
             return None, [Problem(TOP, None, "the file is empty; a scenario starts with 'mbsim: 1'")]
         node = loader.get_node()
