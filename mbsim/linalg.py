@@ -7,7 +7,8 @@ Three strategies, chosen once per model from its coupling graph and size:
   (:mod:`mbsim.kernels.tree`, compiled).  Needs the compiled engine.
 - **dense** — other small systems (≤ DENSE_MAX_DOFS unknowns): LAPACK LU.
 - **sparse** — other large systems: SuperLU on the CSC pattern of
-  :mod:`mbsim.assembly` with a COLAMD fill-reducing ordering.
+  :mod:`mbsim.assembly` with a COLAMD fill-reducing ordering, computed at
+  the first factorization and reused for every later one.
 
 The tangent is not symmetric (THEORY §5), so no Cholesky.  Each strategy
 says where every entry of the tangent pattern lives in its own storage
@@ -51,6 +52,7 @@ class LinearSolver:
         self.indptr = indptr
         self.indices = indices
         self.nlu = 0
+        self._perm = None  # sparse strategy: column ordering found by the first factorization
         nm = ndof // 6
         self.tree = None
         if compiled and coupling is not None and nm > 0:
@@ -108,7 +110,19 @@ class LinearSolver:
                     raise SingularMatrix("zero pivot in dense LU")
                 return lambda rhs: scipy.linalg.lu_solve(lu, rhs, check_finite=False)
             K = sp.csc_matrix((data, self.indices, self.indptr), shape=(n, n))
-            return spla.splu(K, permc_spec="COLAMD").solve
+            if self._perm is None:  # the first factorization finds the fill-reducing ordering ...
+                lu = spla.splu(K, permc_spec="COLAMD")
+                self._perm = lu.perm_c.copy()
+                return lu.solve
+            # ... later ones reuse it: factorize K P in natural order, and x = P (K P)⁻¹ b
+            lu = spla.splu(K[:, self._perm], permc_spec="NATURAL")
+            perm = self._perm
+
+            def solve(rhs):
+                x = np.empty_like(rhs)
+                x[perm] = lu.solve(rhs)
+                return x
+            return solve
         except (RuntimeError, np.linalg.LinAlgError, ValueError) as exc:
             raise SingularMatrix(str(exc)) from exc
 

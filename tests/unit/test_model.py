@@ -100,3 +100,21 @@ def test_a_cycle_is_not_a_tree():
     assert list(parent) == [-1, 0, 1, -1] and set(order) == {0, 1, 2, 3}
     pos = {b: i for i, b in enumerate(order)}
     assert pos[2] < pos[1] < pos[0]  # children before parents
+
+
+def test_sparse_solver_reuses_its_ordering_correctly(monkeypatch):
+    """Later factorizations reuse the first one's COLAMD ordering; every solve stays exact."""
+    monkeypatch.setattr(mbsim.linalg, "DENSE_MAX_DOFS", 0)
+    sc = chain(8)
+    ga = GeneralizedAlpha(Model(sc, engine="numpy"), sc.integrator)  # numpy engine: no tree strategy
+    assert ga.solver.strategy == "sparse"
+    rng = np.random.default_rng(4)
+    for trial in range(3):
+        s = random_state(ga.model, rng)
+        r1, q1 = random_iterate(ga.model, s, rng)
+        data = ga.evaluate(ga.prepare(s, 0.01), r1, q1, "consistent").data
+        b = rng.normal(size=ga.model.ndof)
+        x = ga.solver.solve(data, b)
+        K = ga.tangent_matrix(data).toarray()
+        assert np.allclose(K @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
+        assert (ga.solver._perm is not None) == (trial >= 0)
