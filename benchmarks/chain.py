@@ -148,7 +148,8 @@ def main(argv=None) -> int:
     return 0
 
 
-PHASES = [("bodies", "body kinematics, residual, tangent"), ("elements", "connector kernels"),
+PHASES = [("compiled steps", "whole steps in the compiled loop"),
+          ("bodies", "body kinematics, residual, tangent"), ("elements", "connector kernels"),
           ("assembly", "scatter into R and K"), ("factorization", "LU factorization"),
           ("solve", "triangular solves"), ("energy", "per-step energy integrals"),
           ("output", "frames and file")]

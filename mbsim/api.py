@@ -599,7 +599,7 @@ class Result:
         >>> ds = res.to_xarray()
         >>> ds["position"].dims, ds["position"].attrs["units"]
         (('time', 'body', 'xyz'), 'm')
-        >>> float(ds["velocity"].sel(body="ball", xyz="z").isel(time=-1))
+        >>> round(float(ds["velocity"].sel(body="ball", xyz="z").isel(time=-1)), 9)
         -0.981
         """
         try:

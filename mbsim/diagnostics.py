@@ -12,7 +12,62 @@ from .model.rotations import cross, matvec
 
 
 def frame_quantities(model: Model, s) -> dict:
-    """OUTPUT.md per-frame arrays of state ``s`` (an integrator State), keyed by dataset path."""
+    """OUTPUT.md per-frame arrays of state ``s`` (an integrator State), keyed by dataset path.
+
+    With the compiled engine the connector actions, energies and momenta come
+    from one compiled call (:func:`mbsim.kernels.stepper.frame`); the numpy
+    code below is the reference it is tested against.
+    """
+    if model.engine == "numba":
+        return _frame_compiled(model, s)
+    return frame_quantities_numpy(model, s)
+
+
+def _state_part(model: Model, s) -> dict:
+    # scenario order: a view when it is the internal order (no fixed body before a moving one)
+    o = slice(0, model.n_bodies) if model.order_is_identity else model.order
+    return {
+        "time": s.t,
+        "bodies/position": s.r[o],
+        "bodies/orientation": s.q[o],
+        "bodies/velocity": s.v[o],
+        "bodies/angular_velocity": s.w[o],
+        "bodies/acceleration": s.a[o],
+        "bodies/angular_acceleration": s.al[o],
+        "energy/dissipated": s.dissipated,
+        "energy/external_work": s.external_work,
+    }
+
+
+def _frame_compiled(model: Model, s) -> dict:
+    from .kernels import stepper
+    args = model.__dict__.get("_frame_args")
+    if args is None:  # the connector parameters in the kernel's order, built once per model
+        by = {k.type: k for k in model.kinds}
+        e_i, e_f, e_3 = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
+
+        def get(name, fields, empty):
+            if name not in by:
+                return empty
+            k = by[name]
+            return tuple(np.ascontiguousarray(getattr(k, f)) for f in fields) + (k.index.astype(np.int64),)
+        args = model._frame_args = (
+            get("spring", ("ia", "ib", "ZA", "ZB", "k", "L0"), (e_i, e_i, e_3, e_3, e_f, e_f, e_i))
+            + get("damper", ("ia", "ib", "ZA", "ZB", "c"), (e_i, e_i, e_3, e_3, e_f, e_i))
+            + get("torsional_damper", ("ia", "ib", "E", "chi", "c0", "c1"), (e_i, e_i, e_3, e_f, e_f, e_f, e_i)))
+    C = model.n_connectors
+    force, moment, length, out = np.empty((C, 3)), np.empty((C, 3)), np.empty(C), np.empty(9)
+    stepper.frame(s.r, s.q, s.v, s.w, model.mass, model.inertia, model.gravity, *args, force, moment, length, out)
+    fr = _state_part(model, s)
+    fr.update({"connectors/force": force, "connectors/moment": moment, "connectors/length": length,
+               "energy/kinetic": float(out[0]), "energy/potential": float(out[1]),
+               "momentum/linear": out[2:5].copy(), "momentum/angular": out[5:8].copy(),
+               "_finite": bool(np.isfinite(out.sum()))})
+    return fr
+
+
+def frame_quantities_numpy(model: Model, s) -> dict:
+    """:func:`frame_quantities` with the batched numpy kernels (the reference)."""
     o = model.order
     kin = s.kinematics()
     C = model.n_connectors

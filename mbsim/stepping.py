@@ -67,6 +67,16 @@ class FixedSteps:
     def accepted(self, res) -> None:
         self.k += 1
 
+    def full_steps_to_frame(self) -> int:
+        """Steps of exactly ``step`` from here up to the next frame (or the last full step):
+        what can be taken as one block.  0 when the next step is the shorter last one."""
+        if self.k >= self.n_full:
+            return 0
+        return min((self.k // self.every + 1) * self.every, self.n_full) - self.k
+
+    def is_frame(self, k: int) -> bool:
+        return k % self.every == 0 or k == self.n_total
+
     def rejected_step(self, res, t: float, dt: float) -> Optional[str]:
         """A fixed-step run cannot retry: the run ends (the returned text says so)."""
         return "fixed time steps (time.adaptive is off)"

@@ -143,6 +143,7 @@ class GeneralizedAlpha:
         self.n_assemblies = 0
         self.lu = None  # the factorization in use (modified Newton keeps it across iterations and steps)
         self.lu_dt = None
+        self._fused = None  # arguments of the compiled step loop, built at its first use
         # wall time per phase of the Newton iteration [s] (benchmarks/chain.py --profile)
         self.timing = {k: 0.0 for k in ("bodies", "elements", "assembly", "factorization", "solve", "energy")}
         self.clock = time.perf_counter
@@ -297,7 +298,7 @@ class GeneralizedAlpha:
         history: list[float] = []
         du_norm = np.inf
         status, msg = None, ""
-        if not modified or self.lu_dt != dt:
+        if not modified or self.lu_dt is None or abs(self.lu_dt - dt) > 1e-12 * dt:
             self.lu = None  # the mass terms m/(βΔt²) change with Δt: never reuse across a new step size
         for k in range(spec.max_iterations + 1):
             fresh = self.lu is None
@@ -372,6 +373,84 @@ class GeneralizedAlpha:
                       dissipated=s.dissipated + 0.5 * dt * (s.power_diss + pd),
                       external_work=s.external_work + 0.5 * dt * (s.power_ext + pe))
         return StepResult(status, k, history[-1], "", new, history)
+
+    # ------------------------------------------------------------------
+    @property
+    def can_advance(self) -> bool:
+        """Whether :meth:`advance` can take blocks of steps in compiled code (tree solver, numba)."""
+        return self.model.engine == "numba" and self.solver.strategy == "tree"
+
+    def advance(self, s: State, dt: float, nsteps: int):
+        """Up to ``nsteps`` steps of size ``dt`` in one compiled loop (:mod:`mbsim.kernels.stepper`).
+
+        The same steps as :meth:`step` (the Python code is the specification);
+        a step that does not converge is not taken, and the caller redoes it
+        with :meth:`step`, which diagnoses it.  Starts with a fresh tangent.
+
+        Returns
+        -------
+        state : State
+            After the steps taken (``t`` = s.t + taken·dt).
+        taken : int
+        iterations, residuals : arrays (nsteps,)
+            Newton iterations and final residual norm of each step taken.
+        """
+        from ..kernels import stepper
+        t0 = self.clock()
+        m, p = self.model, self.params
+        nm, af = m.n_moving, p.alpha_f
+        times = s.t + dt * np.arange(nsteps + 1)
+        F, M, FL, ML = m.external_many(times)
+        F_alpha = np.ascontiguousarray((af * F[1:] + (1 - af) * F[:-1])[:, :nm])
+        M_alpha = np.ascontiguousarray((af * M[1:] + (1 - af) * M[:-1])[:, :nm])
+        FL, ML = FL[1:], ML[1:]
+        if self._fused is None:
+            self._fused = self._fused_arguments()
+        f = self._fused
+        r, q, v, a, w, al = (x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al))
+        energy = np.array([s.dissipated, s.external_work, s.power_diss, s.power_ext])
+        iterations = np.zeros(nsteps, dtype=np.int64)
+        residuals = np.zeros(nsteps)
+        counters = np.zeros(3, dtype=np.int64)
+        f["lu_state"][0] = 0.0  # a fresh tangent at the start of every block (= after every frame)
+        self.lu = None
+        spec = self.spec
+        taken = stepper.advance(
+            nsteps, dt, r, q, v, a, w, al, energy, nm, m.mass, m.inertia, af, p.alpha_m, p.beta, p.gamma,
+            F_alpha, M_alpha, FL, ML, *f["spring"], *f["damper"], *f["torsional"],
+            self.assembler.body_pos, self.assembler.size, *self.solver.tree,
+            {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol, spec.atol,
+            CONTRACTION_LIMIT, f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters)
+        self.n_steps += taken
+        self.n_iterations += int(counters[0])
+        self.solver.nlu += int(counters[1])
+        self.n_assemblies += int(counters[2])
+        new = State(float(times[taken]), r, q, v, a, w, al, float(energy[0]), float(energy[1]),
+                    float(energy[2]), float(energy[3]))
+        self.timing["compiled steps"] = self.timing.get("compiled steps", 0.0) + self.clock() - t0
+        return new, taken, iterations[:taken], residuals[:taken]
+
+    def _fused_arguments(self) -> dict:
+        """Parameter arrays of every connector kind (empty ones for kinds the model lacks)."""
+        asm = self.assembler
+        by_type = {k.type: (k, d, pos) for k, d, pos in zip(self.model.kinds, asm.kind_dofs, asm.kind_pos)}
+        e_i, e_f, e_3 = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
+        e_d, e_p = np.zeros((0, 12), np.int64), np.zeros((0, 144), np.int64)
+
+        def get(name, fields, empty):
+            if name not in by_type:
+                return empty
+            k, d, pos = by_type[name]
+            return tuple(np.ascontiguousarray(getattr(k, f)) for f in fields) + (d, pos)
+
+        return {
+            "spring": get("spring", ("ia", "ib", "ZA", "ZB", "k", "L0"), (e_i, e_i, e_3, e_3, e_f, e_f, e_d, e_p)),
+            "damper": get("damper", ("ia", "ib", "ZA", "ZB", "c"), (e_i, e_i, e_3, e_3, e_f, e_d, e_p)),
+            "torsional": get("torsional_damper", ("ia", "ib", "E", "chi", "c0", "c1"),
+                             (e_i, e_i, e_3, e_f, e_f, e_f, e_d, e_p)),
+            "lu_data": np.zeros(asm.size), "lu_piv": np.zeros((self.model.n_moving, 6), np.int64),
+            "lu_state": np.zeros(2),
+        }
 
     def predict(self, s: State, dt: float):
         """Start of the Newton iteration: the constant-acceleration Taylor step.

@@ -48,6 +48,7 @@ FRAME_DATASETS = {
     "solver/step": ((), "s", "time-step size used for that step"),
 }
 SOLVER_KEYS = ("solver/iterations", "solver/residual_norm", "solver/step")
+FLUSH_BYTES = 4 * 1024**2  # a block of frames is written when it reaches this size (or after flush_seconds)
 
 
 def utc_now() -> str:
@@ -111,19 +112,25 @@ class TrajectoryWriter:
         Static data (names, masses, the scenario text).
     attrs : dict
         Integrator settings and solver description for the root attributes.
-    flush_frames : int
-        Frames per block written at once.
+    flush_frames : int, optional
+        Frames per block written at once; default: as many as make about
+        FLUSH_BYTES (writing is cheap per byte and costly per call).
     flush_seconds : float
         A block is also written when this much wall time passed since the last.
     """
 
-    def __init__(self, path, scenario, attrs: dict, flush_frames: int = 256, flush_seconds: float = 2.0,
+    def __init__(self, path, scenario, attrs: dict, flush_frames: Optional[int] = None, flush_seconds: float = 2.0,
                  counters: Optional[Callable[[], dict]] = None, _file=None, _frames: int = 0):
         self.path = str(path)
+        if flush_frames is None:
+            B = len(scenario.bodies) if scenario is not None else 0
+            C = len(scenario.connectors) if scenario is not None else 0
+            flush_frames = FLUSH_BYTES // (8 * (19 * B + 7 * C + 16))
         self.flush_frames = max(1, int(flush_frames))
         self.flush_seconds = flush_seconds
         self.counters = counters
-        self._buf: dict[str, list] = {k: [] for k in FRAME_DATASETS}
+        self._arr: Optional[dict] = None  # preallocated frame buffers, created at the first frame
+        self._n = 0  # frames buffered
         self._last_flush = time.monotonic()
         self.frames = _frames
         if _file is not None:  # see resume()
@@ -182,13 +189,17 @@ class TrajectoryWriter:
     # ------------------------------------------------------------------
     def append(self, frame: dict, iterations: int, residual_norm: float, step: float):
         """Buffer one frame (see :func:`mbsim.diagnostics.frame_quantities`)."""
+        if self._arr is None:  # one preallocated block per dataset: a row write per frame
+            self._arr = {k: np.empty((self.flush_frames,) + self.f[k].shape[1:], dtype=self.f[k].dtype)
+                         for k in FRAME_DATASETS}
+        i, arr = self._n, self._arr
         for k, v in frame.items():
-            self._buf[k].append(v)
-        self._buf["solver/iterations"].append(iterations)
-        self._buf["solver/residual_norm"].append(residual_norm)
-        self._buf["solver/step"].append(step)
-        if (len(self._buf["time"]) >= self.flush_frames
-                or time.monotonic() - self._last_flush >= self.flush_seconds):
+            arr[k][i] = v
+        arr["solver/iterations"][i] = iterations
+        arr["solver/residual_norm"][i] = residual_norm
+        arr["solver/step"][i] = step
+        self._n = i + 1
+        if self._n >= self.flush_frames or time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
 
     def flush(self, counters: dict | None = None):
@@ -197,16 +208,16 @@ class TrajectoryWriter:
         All per-frame datasets are resized to the new length before any data
         is written, so between flushes they always agree in length.
         """
-        n = len(self._buf["time"])
+        n = self._n
         f = self.f
         if n:
             T0, T1 = self.frames, self.frames + n
             for k in FRAME_DATASETS:
                 f[k].resize(T1, axis=0)
             for k in FRAME_DATASETS:
-                f[k][T0:T1] = np.asarray(self._buf[k])
-                self._buf[k].clear()
+                f[k][T0:T1] = self._arr[k][:n]
             self.frames = T1
+            self._n = 0
         counters = counters if counters is not None else (self.counters() if self.counters else None)
         if counters:
             for k, v in counters.items():

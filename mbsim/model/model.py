@@ -83,6 +83,7 @@ class Model:
         self.ndof = 6 * self.n_moving
         self.order = np.empty(self.n_bodies, dtype=np.intp)
         self.order[internal] = np.arange(self.n_bodies)
+        self.order_is_identity = bool(np.array_equal(self.order, np.arange(self.n_bodies)))
         self.names = [specs[i].name for i in internal] + [WORLD]
         self.index = {name: k for k, name in enumerate(self.names)}
 
@@ -124,6 +125,17 @@ class Model:
         m·g included) and the load part alone (whose work is ``external_work``).
         """
         FL, ML = self.loads.at(t, self.n_all)
+        return FL + self.mass[:, None] * self.gravity, ML, FL, ML
+
+    def external_many(self, times: np.ndarray):
+        """:meth:`external` at several times at once: four ``(len(times), n_all, 3)`` arrays."""
+        times = np.asarray(times, dtype=float)
+        FL = np.zeros((len(times), self.n_all, 3))
+        ML = np.zeros((len(times), self.n_all, 3))
+        L = self.loads
+        for i in range(len(L.body)):  # loads, not bodies or connectors: usually a handful
+            contrib = np.asarray(L.scales[i](times), dtype=float)[:, None] * L.vector[i]
+            (ML if L.is_torque[i] else FL)[:, L.body[i]] += contrib
         return FL + self.mass[:, None] * self.gravity, ML, FL, ML
 
     def connector_forces(self, kin: Kinematics):

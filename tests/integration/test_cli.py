@@ -315,6 +315,7 @@ def test_internal_error_keeps_the_file_and_hides_the_traceback(tmp_path, capsys,
         return real(self, s, dt)
 
     monkeypatch.setattr(GeneralizedAlpha, "step", broken)
+    monkeypatch.setattr(GeneralizedAlpha, "can_advance", False)  # one step at a time, through step()
     p = write(tmp_path, HANGING)
     out = tmp_path / "bug.h5"
     assert main(["run", str(p), "-o", str(out)]) == 4

@@ -15,9 +15,11 @@ from mbsim.stepping import AdaptiveSteps, FixedSteps
 from tests.builders import nonlinear_3d
 
 
-def test_fixed_run_is_exactly_a_plain_loop_of_steps_at_k_dt():
+def test_fixed_run_is_exactly_a_plain_loop_of_steps_at_k_dt(monkeypatch):
     """With adaptivity off, the driver takes the steps t_k = k·Δt and nothing else: its frames
-    equal, bit for bit, a hand-written loop over the integrator."""
+    equal, bit for bit, a hand-written loop over the integrator (one Python step at a time; the
+    compiled block loop is held to that loop in test_compiled_step_loop_follows_the_python_newton_step)."""
+    monkeypatch.setattr(GeneralizedAlpha, "can_advance", False)
     sc = nonlinear_3d(0.8, end=0.05, step=5e-3)
     sc = dataclasses.replace(sc, output=dataclasses.replace(sc.output, interval=1e-2))
     f = run(sc, write=False, keep_frames=True).frames_data
@@ -166,3 +168,25 @@ def test_examples_still_load_with_their_defaults():
     sc = load_scenario("scenarios/pendulum.yaml")
     assert sc.time.adaptive is False and sc.time.min_step == pytest.approx(1e-6 * sc.time.step)
     assert textwrap  # (imported for readability of STIFF variants)
+
+
+@pytest.mark.parametrize("modified", [True, False])
+def test_compiled_step_loop_follows_the_python_newton_step(modified):
+    """Blocks of steps in the compiled loop (mbsim.kernels.stepper) against the Python step it
+    mirrors (forced by an on_step callback): the same trajectory to the Newton tolerance, the same
+    work, and the same energy integrals."""
+    from tests.unit.test_model import chain
+    base = chain(6)
+    sc = dataclasses.replace(base, time=dataclasses.replace(base.time, end=0.3, step=2e-3),
+                             integrator=dataclasses.replace(base.integrator, modified=modified),
+                             output=dataclasses.replace(base.output, interval=0.02))
+    seen = []
+    python = run(sc, write=False, keep_frames=True, on_step=seen.append)
+    compiled = run(sc, write=False, keep_frames=True)
+    assert len(seen) == python.steps == compiled.steps == 150
+    a, b = python.frames_data, compiled.frames_data
+    assert np.abs(a["bodies/position"] - b["bodies/position"]).max() < 1e-9
+    assert np.abs(a["bodies/angular_velocity"] - b["bodies/angular_velocity"]).max() < 1e-6
+    for k in ("energy/dissipated", "energy/external_work", "energy/kinetic"):
+        assert np.allclose(a[k], b[k], rtol=1e-8, atol=1e-10)
+    assert python.newton_iterations == compiled.newton_iterations

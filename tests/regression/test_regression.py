@@ -107,6 +107,8 @@ def test_the_suite_fails_on_a_wrong_model(mutation, monkeypatch):
     """The same check on the pendulum example with a deliberately wrong model must fail."""
     import mbsim.elements.base as base
     import mbsim.elements.damper as damper_mod
+    import mbsim.kernels
+    monkeypatch.setattr(mbsim.kernels, "AVAILABLE", False)  # the mutations are made in the numpy kernels
     if mutation == "flipped damper sign":
         original = damper_mod.Damper.evaluate
 
@@ -116,9 +118,6 @@ def test_the_suite_fails_on_a_wrong_model(mutation, monkeypatch):
                                        tangent=None if ev.tangent is None else -ev.tangent)
         monkeypatch.setattr(damper_mod.Damper, "evaluate", flipped)
     else:  # the moment z × f of the point forces about the centres is dropped from the residual
-        import mbsim.kernels
-        monkeypatch.setattr(mbsim.kernels, "AVAILABLE", False)  # the mutation is made in the numpy kernels
-
         def no_arm(f, m, pA, pB):
             return np.concatenate((f, m, -f, -m), axis=1)
         monkeypatch.setattr(base, "pair_residual", no_arm)

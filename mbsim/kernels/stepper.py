@@ -1,0 +1,356 @@
+"""The generalized-α Newton step as one compiled loop over a block of steps.
+
+For models whose linear solve is the block tree LU (a forest of bodies,
+:mod:`mbsim.kernels.tree`), :func:`advance` takes several steps of equal size
+in one call: per step the same predictor, kinematics, residual, tangent,
+convergence test, modified-Newton rule and energy integrals as
+:meth:`mbsim.integrators.GeneralizedAlpha._newton` — the Python code stays
+the specification and handles everything unusual (a failed step is handed
+back and redone there, with its diagnosis).  What this saves is the Python
+glue around the kernels, which dominates small models.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import bodies as kb
+from . import connectors as kc
+from . import njit
+from . import tree
+
+_ROUNDOFF = 100 * np.finfo(np.float64).eps
+
+
+@njit(cache=True)
+def _rotations(q, R):
+    for i in range(q.shape[0]):
+        w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+        R[i, 0, 0] = 1 - 2 * (y * y + z * z); R[i, 0, 1] = 2 * (x * y - w * z); R[i, 0, 2] = 2 * (x * z + w * y)
+        R[i, 1, 0] = 2 * (x * y + w * z); R[i, 1, 1] = 1 - 2 * (x * x + z * z); R[i, 1, 2] = 2 * (y * z - w * x)
+        R[i, 2, 0] = 2 * (x * z - w * y); R[i, 2, 1] = 2 * (y * z + w * x); R[i, 2, 2] = 1 - 2 * (x * x + y * y)
+
+
+@njit(cache=True)
+def _left_cayley(c, q):
+    """q ← normalize(quat(cay(c)) ⊗ q) for one body (THEORY §1 update)."""
+    n = np.sqrt(1.0 + 0.25 * (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]))
+    pw, px, py, pz = 1.0 / n, 0.5 * c[0] / n, 0.5 * c[1] / n, 0.5 * c[2] / n
+    qw, qx, qy, qz = q[0], q[1], q[2], q[3]
+    w = pw * qw - (px * qx + py * qy + pz * qz)
+    x = pw * qx + qw * px + (py * qz - pz * qy)
+    y = pw * qy + qw * py + (pz * qx - px * qz)
+    z = pw * qz + qw * pz + (px * qy - py * qx)
+    s = np.sqrt(w * w + x * x + y * y + z * z)
+    q[0], q[1], q[2], q[3] = w / s, x / s, y / s, z / s
+
+
+@njit(cache=True)
+def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
+              a_pred, w_pred, al_pred, Fa, Ma, Xn, mass, Jb, krr,
+              sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
+              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
+              tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
+              R, Q, data, R1, theta, T, Om, v1, a1, w1, al1):
+    """One residual (and tangent into ``data`` if mode) at (r1, q1); returns True if a spring is degenerate."""
+    kb.kinematics(q1, s_q, r1, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
+                  R1, theta, T, Om, v1, a1, w1, al1)
+    Ktt = np.empty((nm, 3, 3))
+    kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, Fa, Ma, Xn, af, am, c_a, g, mode != 0, R, Q, Ktt)
+    if mode != 0:
+        data[:] = 0.0
+        kb.scatter_bodies(body_pos, krr, Ktt, data)
+    degenerate = False
+    n = sp_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); K = np.empty((n if mode != 0 else 1, 12, 12))
+        f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n); deg = np.empty(n, dtype=np.bool_)
+        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, af, R1, Rn, r1, s_r, mode, res, K, f, L, pot, deg)
+        kb.scatter_residual(sp_dofs, res, R, Q)
+        if mode != 0:
+            kb.scatter_tangent(sp_pos, K, data)
+        for e in range(n):
+            degenerate = degenerate or deg[e]
+    n = dp_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); K = np.empty((n if mode != 0 else 1, 12, 12))
+        f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
+        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, af, g, R1, Rn, r1, s_r, v1, s_v, w1, s_w, T, mode,
+                  res, K, f, L, pw)
+        kb.scatter_residual(dp_dofs, res, R, Q)
+        if mode != 0:
+            kb.scatter_tangent(dp_pos, K, data)
+    n = tq_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); K = np.empty((n if mode != 0 else 1, 12, 12))
+        m = np.empty((n, 3)); pw = np.empty(n)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, af, g, R1, Rn, w1, s_w, T, Om, mode, res, K, m, pw)
+        kb.scatter_residual(tq_dofs, res, R, Q)
+        if mode != 0:
+            kb.scatter_tangent(tq_pos, K, data)
+    return degenerate
+
+
+@njit(cache=True)
+def _powers(r, q, v, w, FL, ML, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0,
+            dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1):
+    """Dissipated power of the dampers and power of the loads at one state [W]."""
+    n_all = r.shape[0]
+    R = np.empty((n_all, 3, 3))
+    _rotations(q, R)
+    dummy = np.zeros((1, 3, 3))
+    K = np.empty((1, 12, 12))
+    pd = 0.0
+    n = dp_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
+        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw)
+        for e in range(n):
+            pd += pw[e]
+    n = tq_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw)
+        for e in range(n):
+            pd += pw[e]
+    pe = 0.0
+    for i in range(n_all):
+        for j in range(3):
+            pe += FL[i, j] * v[i, j] + ML[i, j] * w[i, j]
+    return pd, pe
+
+
+@njit(cache=True)
+def _norm(x):
+    s = 0.0
+    for i in range(x.shape[0]):
+        s += x[i] * x[i]
+    return np.sqrt(s)
+
+
+@njit(cache=True)
+def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, gamma,
+            F_alpha, M_alpha, FL1, ML1,
+            sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
+            dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
+            tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos,
+            body_pos, size, parent, order, mode, modified, max_it, rtol, atol, contraction,
+            lu_data, lu_piv, lu_state, iterations, residuals, counters):
+    """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
+
+    ``energy`` = [dissipated, external work, dissipated power, load power]
+    (in/out); ``lu_state`` = [1 if lu_data holds a factorization, its Δt];
+    ``counters`` += [Newton iterations, factorizations, residual evaluations].
+    Returns the number of steps taken: fewer than ``nsteps`` when a step
+    did not converge (the state is then the one before that step).
+    """
+    n_all = r.shape[0]
+    ndof = 6 * nm
+    c_a = 1.0 / (beta * dt * dt)
+    g = gamma / (beta * dt)
+    krr = np.empty(nm)
+    for i in range(nm):
+        krr[i] = am * mass[i] * c_a
+    Rn = np.empty((n_all, 3, 3))
+    R1 = np.empty((n_all, 3, 3)); T = np.empty((n_all, 3, 3)); Om = np.empty((n_all, 3, 3))
+    theta = np.empty((n_all, 3)); v1 = np.empty((n_all, 3)); a1 = np.empty((n_all, 3))
+    w1 = np.empty((n_all, 3)); al1 = np.empty((n_all, 3))
+    a_pred = np.empty((n_all, 3)); w_pred = np.empty((n_all, 3)); al_pred = np.empty((n_all, 3))
+    Xn = np.empty((nm, 3)); W = np.empty(3); A = np.empty(3); JW = np.empty(3)
+    R = np.empty(ndof); Q = np.empty(ndof); data = np.empty(size)
+    r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4)); c = np.empty(3)
+    hist = np.empty(max_it + 1)
+    for step in range(nsteps):
+        # --- per-step constants (prepare) -------------------------------------------
+        _rotations(q, Rn)
+        for i in range(n_all):
+            for j in range(3):
+                a_pred[i, j] = -v[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * a[i, j]
+                w_pred[i, j] = (1.0 - gamma / beta) * w[i, j] + dt * (1.0 - 0.5 * gamma / beta) * al[i, j]
+                al_pred[i, j] = -w[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * al[i, j]
+        sr, su = 0.0, 0.0
+        for i in range(nm):
+            for j in range(3):
+                W[j] = Rn[i, 0, j] * w[i, 0] + Rn[i, 1, j] * w[i, 1] + Rn[i, 2, j] * w[i, 2]
+                A[j] = Rn[i, 0, j] * al[i, 0] + Rn[i, 1, j] * al[i, 1] + Rn[i, 2, j] * al[i, 2]
+            for j in range(3):
+                JW[j] = Jb[i, j, 0] * W[0] + Jb[i, j, 1] * W[1] + Jb[i, j, 2] * W[2]
+            Xn[i, 0] = (1.0 - af) * (W[1] * JW[2] - W[2] * JW[1])
+            Xn[i, 1] = (1.0 - af) * (W[2] * JW[0] - W[0] * JW[2])
+            Xn[i, 2] = (1.0 - af) * (W[0] * JW[1] - W[1] * JW[0])
+            for j in range(3):
+                Xn[i, j] += (1.0 - am) * (Jb[i, j, 0] * A[0] + Jb[i, j, 1] * A[1] + Jb[i, j, 2] * A[2])
+            tr = Jb[i, 0, 0] + Jb[i, 1, 1] + Jb[i, 2, 2]
+            sr += tr * tr
+            for j in range(3):
+                sr += (mass[i] * (abs(r[i, j]) + 1.0)) ** 2
+                su += (abs(r[i, j]) + 1.0) ** 2
+        r_floor = _ROUNDOFF * c_a * np.sqrt(sr)
+        u_floor = _ROUNDOFF * np.sqrt(su + 3 * nm)
+        # --- predictor -------------------------------------------------------------
+        for i in range(n_all):
+            for j in range(4):
+                q1[i, j] = q[i, j]
+            for j in range(3):
+                r1[i, j] = r[i, j]
+        for i in range(nm):
+            for j in range(3):
+                r1[i, j] += dt * v[i, j] + 0.5 * dt * dt * a[i, j]
+                c[j] = dt * w[i, j] + 0.5 * dt * dt * al[i, j]
+            _left_cayley(c, q1[i])
+        # --- Newton --------------------------------------------------------------------
+        have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
+        du_norm = np.inf
+        converged = False
+        for k in range(max_it + 1):
+            fresh = not have
+            counters[2] += 1
+            kmode = mode if fresh else 0
+            if _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, r1, q1, r, q, v, a, w, al, Rn,
+                         a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
+                         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
+                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
+                         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
+                         R, Q, data, R1, theta, T, Om, v1, a1, w1, al1):
+                break
+            rnorm = _norm(R)
+            hist[k] = rnorm
+            if not np.isfinite(rnorm):
+                break
+            if k > 0:
+                su = 0.0
+                for i in range(nm):
+                    for j in range(3):
+                        su += (r1[i, j] - r[i, j]) ** 2 + theta[i, j] ** 2
+                if rnorm <= atol + rtol * _norm(Q) + r_floor and du_norm <= atol + rtol * np.sqrt(su) + u_floor:
+                    converged = True
+                    break
+                if k >= 3 and hist[k] > hist[k - 1] > hist[k - 2] > hist[k - 3]:
+                    break
+                if rnorm > 1e8 * max(hist[0], 1e-300):
+                    break
+            if k == max_it:
+                break
+            if not fresh and k > 0 and rnorm > contraction * hist[k - 1]:
+                counters[2] += 1
+                _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, r, q, v, a, w, al, Rn,
+                          a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
+                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
+                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
+                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
+                          R, Q, data, R1, theta, T, Om, v1, a1, w1, al1)
+                fresh = True
+            if fresh:
+                lu_data[:] = data
+                counters[1] += 1
+                if tree.factorize(lu_data, nm, parent, order, lu_piv) >= 0:
+                    lu_state[0] = 0.0
+                    break
+                lu_state[0] = 1.0
+                lu_state[1] = dt
+                have = True
+            du = tree.solve(lu_data, nm, parent, order, lu_piv, R)
+            if not modified:
+                have = False
+                lu_state[0] = 0.0
+            counters[0] += 1
+            du_norm = _norm(du)
+            if not np.isfinite(du_norm):
+                break
+            for i in range(nm):
+                for j in range(3):
+                    r1[i, j] += du[6 * i + j]
+                    c[j] = du[6 * i + 3 + j]
+                _left_cayley(c, q1[i])
+        if not converged:
+            lu_state[0] = 0.0
+            return step
+        iterations[step] = k
+        residuals[step] = hist[k]
+        # --- accept: state, energy integrals (trapezoidal, like the Python step) -------
+        for i in range(n_all):
+            for j in range(3):
+                r[i, j] = r1[i, j]; v[i, j] = v1[i, j]; a[i, j] = a1[i, j]
+                w[i, j] = w1[i, j]; al[i, j] = al1[i, j]
+            for j in range(4):
+                q[i, j] = q1[i, j]
+        pd, pe = _powers(r, q, v, w, FL1[step], ML1[step], sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0,
+                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1)
+        energy[0] += 0.5 * dt * (energy[2] + pd)
+        energy[1] += 0.5 * dt * (energy[3] + pe)
+        energy[2] = pd
+        energy[3] = pe
+    return nsteps
+
+
+@njit(cache=True)
+def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
+          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
+          force, moment, length, out):
+    """Connector actions (scenario order), energies and momenta of one state, as
+    :func:`mbsim.diagnostics.frame_quantities` computes them.
+
+    ``out`` = [kinetic, potential, p_x, p_y, p_z, H_x, H_y, H_z, Σ forces + Σ moments]
+    (the last only to tell cheaply whether everything is finite).
+    """
+    n_all = r.shape[0]
+    R = np.empty((n_all, 3, 3))
+    _rotations(q, R)
+    dummy = np.zeros((1, 3, 3))
+    K = np.empty((1, 12, 12))
+    for c in range(force.shape[0]):
+        for j in range(3):
+            force[c, j] = 0.0
+            moment[c, j] = 0.0
+        length[c] = np.nan
+    spring_energy = 0.0
+    n = sp_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n)
+        deg = np.empty(n, dtype=np.bool_)
+        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, 0, res, K, f, L, pot, deg)
+        for e in range(n):
+            for j in range(3):
+                force[sp_index[e], j] = f[e, j]
+            length[sp_index[e]] = L[e]
+            spring_energy += pot[e]
+    n = dp_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
+        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw)
+        for e in range(n):
+            for j in range(3):
+                force[dp_index[e], j] = f[e, j]
+            length[dp_index[e]] = L[e]
+    n = tq_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw)
+        for e in range(n):
+            for j in range(3):
+                moment[tq_index[e], j] = m[e, j]
+    kinetic, grav = 0.0, 0.0
+    for j in range(2, 8):
+        out[j] = 0.0
+    W = np.empty(3); JW = np.empty(3); Jw = np.empty(3)
+    for i in range(n_all):
+        mi = mass[i]
+        for j in range(3):  # J ω = Λ J_b Λᵀ ω
+            W[j] = R[i, 0, j] * w[i, 0] + R[i, 1, j] * w[i, 1] + R[i, 2, j] * w[i, 2]
+        for j in range(3):
+            JW[j] = Jb[i, j, 0] * W[0] + Jb[i, j, 1] * W[1] + Jb[i, j, 2] * W[2]
+        for j in range(3):
+            Jw[j] = R[i, j, 0] * JW[0] + R[i, j, 1] * JW[1] + R[i, j, 2] * JW[2]
+        for j in range(3):
+            kinetic += 0.5 * (mi * v[i, j] * v[i, j] + w[i, j] * Jw[j])
+            grav += mi * gravity[j] * r[i, j]
+            out[2 + j] += mi * v[i, j]
+        out[5] += (r[i, 1] * mi * v[i, 2] - r[i, 2] * mi * v[i, 1]) + Jw[0]
+        out[6] += (r[i, 2] * mi * v[i, 0] - r[i, 0] * mi * v[i, 2]) + Jw[1]
+        out[7] += (r[i, 0] * mi * v[i, 1] - r[i, 1] * mi * v[i, 0]) + Jw[2]
+    out[0] = kinetic
+    out[1] = spring_energy - grav
+    total = 0.0
+    for c in range(force.shape[0]):
+        for j in range(3):
+            total += force[c, j] + moment[c, j]
+    out[8] = total
