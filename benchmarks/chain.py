@@ -85,12 +85,23 @@ def chain_dict(n: int, steps: int) -> dict:
     }
 
 
-def run_chain(n: int, steps: int, out_dir: str | None):
-    """Validate and run the chain; return ``(RunSummary, setup seconds)``."""
+def run_chain(n: int, steps: int, out_dir: str | None, python_steps: bool = False):
+    """Validate and run the chain; return ``(RunSummary, setup seconds)``.
+
+    ``python_steps``: one Newton step at a time through the Python driver
+    (each kernel timed on its own) instead of the compiled block loop.
+    """
+    from mbsim.integrators import GeneralizedAlpha
     t0 = time.perf_counter()
     sc = scenario_from_dict(chain_dict(n, steps))
     out = os.path.join(out_dir, f"chain-{n}.h5") if out_dir else None
-    summary = driver.run(sc, out, write=out is not None)
+    saved = GeneralizedAlpha.can_advance
+    if python_steps:
+        GeneralizedAlpha.can_advance = False
+    try:
+        summary = driver.run(sc, out, write=out is not None)
+    finally:
+        GeneralizedAlpha.can_advance = saved
     total = time.perf_counter() - t0
     # Everything outside the driver's time loop: validation, model and pattern set-up, file creation.
     setup = total - summary.wall_time_s
@@ -136,13 +147,16 @@ def main(argv=None) -> int:
     profiles = []
     with tempfile.TemporaryDirectory(prefix="mbsim-bench-") as tmp:
         out_dir = tmp if args.write else None
+        for python_steps in (False, True):  # load the compiled kernels of both paths before timing
+            run_chain(2, PROBE_STEPS, None, python_steps=python_steps)
         for n in args.n:
             steps = args.steps if args.steps is not None else choose_steps(n, args.seconds, out_dir)
             s, setup = run_chain(n, steps, out_dir)
             rate = s.steps / s.wall_time_s if s.wall_time_s > 0 else float("inf")
             print(f"{n:>6} {6 * n:>9}  {s.linear_solver:<28} {s.steps:>6} {setup:>8.3f} {s.wall_time_s:>8.3f} "
                   f"{rate:>9.1f} {s.iterations_per_step:>8.2f}", flush=True)
-            profiles.append((n, s))
+            if args.profile:
+                profiles.append((n, s, run_chain(n, max(MIN_STEPS, steps // 4), out_dir, python_steps=True)[0]))
     if args.profile:
         print_profile(profiles)
     return 0
@@ -156,18 +170,29 @@ PHASES = [("compiled steps", "whole steps in the compiled loop"),
 
 
 def print_profile(profiles) -> None:
-    """Per phase: µs per Newton iteration and share of the time loop, one column per N."""
-    print("\nwhere the time goes (per Newton iteration, µs; share of the time loop in parentheses)")
-    print(f"{'phase':<42}" + "".join(f"{'N = ' + str(n):>18}" for n, _ in profiles))
-    for key, label in PHASES + [("other", "driver, Newton bookkeeping")]:
+    """Per phase: µs per Newton iteration and share of the time loop, one column per N.
+
+    The phases are timed on the Python-driven step (each kernel called and
+    timed on its own); the compiled block loop runs the same kernels without
+    the Python glue between them, and its total is printed last.
+    """
+    print("\nwhere the time goes: one Newton iteration driven from Python, each phase timed "
+          "(µs; share of the time loop)")
+    print(f"{'phase':<44}" + "".join(f"{'N = ' + str(n):>18}" for n, _, _ in profiles))
+    for key, label in PHASES[1:] + [("other", "driver, Newton bookkeeping")]:
         cells = []
-        for _, s in profiles:
+        for _, _, s in profiles:
             its = max(s.newton_iterations, 1)
             t = s.timing.get(key, 0.0) if key != "other" else s.wall_time_s - sum(s.timing.values())
             cells.append(f"{1e6 * t / its:>10.1f} ({100 * t / s.wall_time_s:>3.0f}%)")
-        print(f"{key + ': ' + label:<42}" + "".join(f"{c:>18}" for c in cells))
-    print(f"{'total per iteration':<42}" + "".join(
-        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, s in profiles))
+        print(f"{key + ': ' + label:<44}" + "".join(f"{c:>18}" for c in cells))
+    print(f"{'total per iteration, Python-driven':<44}" + "".join(
+        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, _, s in profiles))
+    print(f"{'total per iteration, compiled block loop':<44}" + "".join(
+        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, s, _ in profiles))
+    print(f"{'  of which output (frames and file)':<44}" + "".join(
+        f"{1e6 * s.timing.get('output', 0) / max(s.newton_iterations, 1):>10.1f} "
+        f"({100 * s.timing.get('output', 0) / s.wall_time_s:>3.0f}%)" for _, s, _ in profiles))
 
 
 if __name__ == "__main__":

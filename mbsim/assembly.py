@@ -98,11 +98,12 @@ class Assembler:
         # the same positions per block, for the compiled scatter: bodies (nm, 18) and every
         # connector kind (n, 144) with −1 where an entry is dropped (a fixed body's)
         nb = self._n_body_entries
-        self.body_pos = self.positions[:nb].reshape(-1, 18)
+        # int32 halves the memory read per scatter (large models are bound by memory traffic)
+        self.body_pos = self.positions[:nb].reshape(-1, 18).astype(np.int32)
         self.kind_pos = []
         start = nb
         for mask in self.kind_tan_mask:
-            kp = np.full(mask.size, -1, dtype=np.int64)
+            kp = np.full(mask.size, -1, dtype=np.int32)
             count = int(mask.sum())
             kp[mask] = self.positions[start:start + count]
             start += count

@@ -163,6 +163,7 @@ def pair_tangent(alpha_f, f, F, M, pA: PointKinematics, pB: PointKinematics, geo
 
 
 MODES = {None: 0, "consistent": 1, "seed": 2}  # tangent argument -> kernel mode
+NOPOS, NODATA = np.zeros((0, 144), np.int32), np.zeros(0)  # compiled kernels: return blocks, no direct scatter
 
 
 def outputs(n: int, tangent: Optional[str]):

@@ -5,7 +5,7 @@ import numpy as np
 
 from ..model.rotations import matvec, outer, skew
 from ..kernels import connectors as kc
-from .base import MODES, ConnectorKind, ElementEval, outputs
+from .base import MODES, NODATA, NOPOS, ConnectorKind, ElementEval, outputs
 
 # P = c0 I + c1 n⊗n for each projection; DP·ω then contributes W = −c1[(n·ω)I + n⊗ω] n̂'
 # (THEORY §7 lists W for P2 (+) and P3 (−); P1 and none have W = 0).
@@ -67,7 +67,7 @@ class TorsionalDamper(ConnectorKind):
         m, pw = np.empty((n, 3)), np.empty(n)
         T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)  # single state: unused
         kc.torsional(self.ia, self.ib, self.E, self.chi, self.c0, self.c1, kin.alpha_f, kin.g, kin.R1, kin.Rn,
-                     kin.w1, kin.wn, T, Om, MODES[tangent], res, K, m, pw)
+                     kin.w1, kin.wn, T, Om, MODES[tangent], res, K, m, pw, NOPOS, NODATA)
         return ElementEval(residual=res, tangent=K if tangent is not None else None, force=np.zeros_like(m),
                            moment=m, length=np.full(n, np.nan), power=pw, potential=np.zeros(n),
                            degenerate=np.zeros(n, bool))

@@ -8,6 +8,12 @@ arithmetic on 3-vectors instead of batched temporaries.  The numpy kernels
 stay the readable reference; tests hold the two to rounding.
 
 Tangent modes: 0 none, 1 consistent, 2 seed (THEORY §8).
+
+Every kernel can also add its tangent blocks straight into the solver's
+storage: given ``pos`` (n, 144) positions and ``data``, block e goes to
+``data[pos[e]]`` and only a one-block scratch ``K`` (1, 12, 12) is needed —
+no (n, 12, 12) array is written and read back (what dominates large models).
+With an empty ``pos`` the blocks are returned in ``K`` (n, 12, 12).
 """
 from __future__ import annotations
 
@@ -102,9 +108,18 @@ def _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, geometric, K, tmp):
                 K[9 + r, 9 + c] += af * (zB1[r] * f[c] - (fzB if r == c else 0.0))
 
 
+@njit(inline="always")
+def _add_block(Ke, p, data):
+    for r in range(12):
+        for q in range(12):
+            k = p[12 * r + q]
+            if k >= 0:
+                data[k] += Ke[r, q]
+
+
 @njit(cache=True)
 def spring(ia, ib, ZA, ZB, k, L0, af, R1, Rn, r1, rn, mode,
-           res, K, force, length, potential, degenerate):
+           res, K, force, length, potential, degenerate, pos, data):
     """Spring ``f = k (1 − L0/L) c`` (THEORY §7); fills the output arrays in place."""
     zA1 = np.empty(3); zAn = np.empty(3); zAa = np.empty(3); xA = np.empty(3)
     zB1 = np.empty(3); zBn = np.empty(3); zBa = np.empty(3); xB = np.empty(3)
@@ -143,7 +158,11 @@ def spring(ia, ib, ZA, ZB, k, L0, af, R1, Rn, r1, rn, mode,
             for r in range(3):
                 for q in range(3):
                     F[3, r, q] = -F[3, r, q]
-            _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, mode == CONSISTENT, K[e], T3)
+            direct = pos.shape[0] > 0
+            Ke = K[0] if direct else K[e]
+            _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, mode == CONSISTENT, Ke, T3)
+            if direct:
+                _add_block(Ke, pos[e], data)
 
 
 @njit(inline="always")
@@ -173,7 +192,7 @@ def _damper_B(g, z1, T, w1, consistent, out, tmp):
 
 @njit(cache=True)
 def damper(ia, ib, ZA, ZB, cd, af, g, R1, Rn, r1, rn, v1, vn, w1, wn, T, mode,
-           res, K, force, length, power):
+           res, K, force, length, power, pos, data):
     """Dashpot ``f = ε_c (v_pt,B,α − v_pt,A,α)`` (THEORY §7); fills the outputs in place."""
     zA1 = np.empty(3); zAn = np.empty(3); zAa = np.empty(3); xA = np.empty(3)
     zB1 = np.empty(3); zBn = np.empty(3); zBa = np.empty(3); xB = np.empty(3)
@@ -214,12 +233,16 @@ def damper(ia, ib, ZA, ZB, cd, af, g, R1, Rn, r1, rn, v1, vn, w1, wn, T, mode,
                 for q in range(3):
                     F[1, r, q] *= cd[e]
                     F[3, r, q] *= -cd[e]
-            _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, mode == CONSISTENT, K[e], M3)
+            direct = pos.shape[0] > 0
+            Ke = K[0] if direct else K[e]
+            _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, mode == CONSISTENT, Ke, M3)
+            if direct:
+                _add_block(Ke, pos[e], data)
 
 
 @njit(cache=True)
 def torsional(ia, ib, E, chi, c0, c1, af, g, R1, Rn, w1, wn, T, Omega, mode,
-              res, K, moment, power):
+              res, K, moment, power, pos, data):
     """Torsional damper ``m = χ_r P (ω_B,α − ω_A,α)``, P = c0 I + c1 n⊗n (THEORY §7)."""
     n1 = np.empty(3); nn = np.empty(3); nv = np.empty(3); w = np.empty(3); m = np.empty(3)
     P = np.empty((3, 3)); W = np.empty((3, 3)); A = np.empty((3, 3)); MA = np.empty((3, 3))
@@ -274,7 +297,8 @@ def torsional(ia, ib, E, chi, c0, c1, af, g, R1, Rn, w1, wn, T, Omega, mode,
                             sb += P[r, j] * T[b, q, j]
                         MA[r, q] = chi[e] * (W[r, q] - g * sa)
                         MB[r, q] = chi[e] * g * sb
-            Ke = K[e]
+            direct = pos.shape[0] > 0
+            Ke = K[0] if direct else K[e]
             for r in range(12):
                 for q in range(12):
                     Ke[r, q] = 0.0
@@ -284,3 +308,5 @@ def torsional(ia, ib, E, chi, c0, c1, af, g, R1, Rn, w1, wn, T, Omega, mode,
                     Ke[3 + r, 9 + q] = -af * MB[r, q]
                     Ke[9 + r, 3 + q] = af * MA[r, q]
                     Ke[9 + r, 9 + q] = af * MB[r, q]
+            if direct:
+                _add_block(Ke, pos[e], data)

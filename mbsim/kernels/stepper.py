@@ -50,11 +50,14 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, s_r, s_q, s_v, s_a, s
               sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
               dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
               tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
-              R, Q, data, R1, theta, T, Om, v1, a1, w1, al1):
-    """One residual (and tangent into ``data`` if mode) at (r1, q1); returns True if a spring is degenerate."""
+              R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
+    """One residual (and tangent into ``data`` if mode) at (r1, q1); returns True if a spring is degenerate.
+
+    The connector kernels add their 12×12 blocks straight into ``data``
+    through one (1, 12, 12) ``scratch`` block (no per-instance tangent array).
+    """
     kb.kinematics(q1, s_q, r1, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
                   R1, theta, T, Om, v1, a1, w1, al1)
-    Ktt = np.empty((nm, 3, 3))
     kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, Fa, Ma, Xn, af, am, c_a, g, mode != 0, R, Q, Ktt)
     if mode != 0:
         data[:] = 0.0
@@ -62,31 +65,27 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, s_r, s_q, s_v, s_a, s
     degenerate = False
     n = sp_ia.shape[0]
     if n:
-        res = np.empty((n, 12)); K = np.empty((n if mode != 0 else 1, 12, 12))
-        f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n); deg = np.empty(n, dtype=np.bool_)
-        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, af, R1, Rn, r1, s_r, mode, res, K, f, L, pot, deg)
+        res = np.empty((n, 12))
+        f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n)
+        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, af, R1, Rn, r1, s_r, mode, res, scratch, f, L, pot,
+                  sp_deg, sp_pos, data)
         kb.scatter_residual(sp_dofs, res, R, Q)
-        if mode != 0:
-            kb.scatter_tangent(sp_pos, K, data)
         for e in range(n):
-            degenerate = degenerate or deg[e]
+            degenerate = degenerate or sp_deg[e]
     n = dp_ia.shape[0]
     if n:
-        res = np.empty((n, 12)); K = np.empty((n if mode != 0 else 1, 12, 12))
+        res = np.empty((n, 12))
         f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
         kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, af, g, R1, Rn, r1, s_r, v1, s_v, w1, s_w, T, mode,
-                  res, K, f, L, pw)
+                  res, scratch, f, L, pw, dp_pos, data)
         kb.scatter_residual(dp_dofs, res, R, Q)
-        if mode != 0:
-            kb.scatter_tangent(dp_pos, K, data)
     n = tq_ia.shape[0]
     if n:
-        res = np.empty((n, 12)); K = np.empty((n if mode != 0 else 1, 12, 12))
+        res = np.empty((n, 12))
         m = np.empty((n, 3)); pw = np.empty(n)
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, af, g, R1, Rn, w1, s_w, T, Om, mode, res, K, m, pw)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, af, g, R1, Rn, w1, s_w, T, Om, mode, res, scratch,
+                     m, pw, tq_pos, data)
         kb.scatter_residual(tq_dofs, res, R, Q)
-        if mode != 0:
-            kb.scatter_tangent(tq_pos, K, data)
     return degenerate
 
 
@@ -99,17 +98,21 @@ def _powers(r, q, v, w, FL, ML, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0,
     _rotations(q, R)
     dummy = np.zeros((1, 3, 3))
     K = np.empty((1, 12, 12))
+    nopos = np.zeros((0, 144), np.int32)
+    nodata = np.zeros(0)
     pd = 0.0
     n = dp_ia.shape[0]
     if n:
         res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
-        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw)
+        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw,
+                  nopos, nodata)
         for e in range(n):
             pd += pw[e]
     n = tq_ia.shape[0]
     if n:
         res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw,
+                     nopos, nodata)
         for e in range(n):
             pd += pw[e]
     pe = 0.0
@@ -159,6 +162,8 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
     R = np.empty(ndof); Q = np.empty(ndof); data = np.empty(size)
     r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4)); c = np.empty(3)
     hist = np.empty(max_it + 1)
+    Ktt = np.empty((nm, 3, 3))
+    scratch = np.empty((1, 12, 12)); sp_deg = np.empty(sp_ia.shape[0], dtype=np.bool_)
     for step in range(nsteps):
         # --- per-step constants (prepare) -------------------------------------------
         _rotations(q, Rn)
@@ -210,7 +215,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
-                         R, Q, data, R1, theta, T, Om, v1, a1, w1, al1):
+                         R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
                 break
             rnorm = _norm(R)
             hist[k] = rnorm
@@ -237,7 +242,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
                           sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
                           dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
                           tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
-                          R, Q, data, R1, theta, T, Om, v1, a1, w1, al1)
+                          R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg)
                 fresh = True
             if fresh:
                 lu_data[:] = data
@@ -297,6 +302,8 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
     _rotations(q, R)
     dummy = np.zeros((1, 3, 3))
     K = np.empty((1, 12, 12))
+    nopos = np.zeros((0, 144), np.int32)
+    nodata = np.zeros(0)
     for c in range(force.shape[0]):
         for j in range(3):
             force[c, j] = 0.0
@@ -307,7 +314,7 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
     if n:
         res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n)
         deg = np.empty(n, dtype=np.bool_)
-        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, 0, res, K, f, L, pot, deg)
+        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, 0, res, K, f, L, pot, deg, nopos, nodata)
         for e in range(n):
             for j in range(3):
                 force[sp_index[e], j] = f[e, j]
@@ -316,7 +323,8 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
     n = dp_ia.shape[0]
     if n:
         res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
-        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw)
+        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw,
+                  nopos, nodata)
         for e in range(n):
             for j in range(3):
                 force[dp_index[e], j] = f[e, j]
@@ -324,7 +332,8 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
     n = tq_ia.shape[0]
     if n:
         res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw,
+                     nopos, nodata)
         for e in range(n):
             for j in range(3):
                 moment[tq_index[e], j] = m[e, j]
