@@ -43,18 +43,7 @@ def _frame_compiled(model: Model, s) -> dict:
     from .kernels import stepper
     args = model.__dict__.get("_frame_args")
     if args is None:  # the connector parameters in the kernel's order, built once per model
-        by = {k.type: k for k in model.kinds}
-        e_i, e_f, e_3 = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
-
-        def get(name, fields, empty):
-            if name not in by:
-                return empty
-            k = by[name]
-            return tuple(np.ascontiguousarray(getattr(k, f)) for f in fields) + (k.index.astype(np.int64),)
-        args = model._frame_args = (
-            get("spring", ("ia", "ib", "ZA", "ZB", "k", "L0"), (e_i, e_i, e_3, e_3, e_f, e_f, e_i))
-            + get("damper", ("ia", "ib", "ZA", "ZB", "c"), (e_i, e_i, e_3, e_3, e_f, e_i))
-            + get("torsional_damper", ("ia", "ib", "E", "chi", "c0", "c1"), (e_i, e_i, e_3, e_f, e_f, e_f, e_i)))
+        args = model._frame_args = stepper.kind_arguments(model)
     C = model.n_connectors
     force, moment, length, out = np.empty((C, 3)), np.empty((C, 3)), np.empty(C), np.empty(9)
     stepper.frame(s.r, s.q, s.v, s.w, model.mass, model.inertia, model.gravity, *args, force, moment, length, out)
@@ -68,7 +57,6 @@ def _frame_compiled(model: Model, s) -> dict:
 
 def frame_quantities_numpy(model: Model, s) -> dict:
     """:func:`frame_quantities` with the batched numpy kernels (the reference)."""
-    o = model.order
     kin = s.kinematics()
     C = model.n_connectors
     force, moment, length = np.zeros((C, 3)), np.zeros((C, 3)), np.full(C, np.nan)
@@ -83,24 +71,17 @@ def frame_quantities_numpy(model: Model, s) -> dict:
     J = model.world_inertia(kin.R1)
     Jw = matvec(J, s.w)
     mv = m[:, None] * s.v
-    return {
-        "time": s.t,
-        "bodies/position": s.r[o],
-        "bodies/orientation": s.q[o],
-        "bodies/velocity": s.v[o],
-        "bodies/angular_velocity": s.w[o],
-        "bodies/acceleration": s.a[o],
-        "bodies/angular_acceleration": s.al[o],
+    fr = _state_part(model, s)
+    fr.update({
         "connectors/force": force,
         "connectors/moment": moment,
         "connectors/length": length,
         "energy/kinetic": 0.5 * float(np.sum(mv * s.v) + np.sum(s.w * Jw)),
         "energy/potential": spring_energy - float(np.sum(m[:, None] * model.gravity * s.r)),
-        "energy/dissipated": s.dissipated,
-        "energy/external_work": s.external_work,
         "momentum/linear": mv.sum(axis=0),
         "momentum/angular": (cross(s.r, mv) + Jw).sum(axis=0),
-    }
+    })
+    return fr
 
 
 def energy_balance(kinetic, potential, dissipated, external_work):

@@ -417,7 +417,7 @@ class GeneralizedAlpha:
         spec = self.spec
         taken = stepper.advance(
             nsteps, dt, r, q, v, a, w, al, energy, nm, m.mass, m.inertia, af, p.alpha_m, p.beta, p.gamma,
-            F_alpha, M_alpha, FL, ML, *f["spring"], *f["damper"], *f["torsional"],
+            F_alpha, M_alpha, FL, ML, *f["kinds"],
             self.assembler.body_pos, self.assembler.size, *self.solver.tree,
             {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol, spec.atol,
             CONTRACTION_LIMIT, f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters)
@@ -431,26 +431,11 @@ class GeneralizedAlpha:
         return new, taken, iterations[:taken], residuals[:taken]
 
     def _fused_arguments(self) -> dict:
-        """Parameter arrays of every connector kind (empty ones for kinds the model lacks)."""
-        asm = self.assembler
-        by_type = {k.type: (k, d, pos) for k, d, pos in zip(self.model.kinds, asm.kind_dofs, asm.kind_pos)}
-        e_i, e_f, e_3 = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
-        e_d, e_p = np.zeros((0, 12), np.int64), np.zeros((0, 144), np.int64)
-
-        def get(name, fields, empty):
-            if name not in by_type:
-                return empty
-            k, d, pos = by_type[name]
-            return tuple(np.ascontiguousarray(getattr(k, f)) for f in fields) + (d, pos)
-
-        return {
-            "spring": get("spring", ("ia", "ib", "ZA", "ZB", "k", "L0"), (e_i, e_i, e_3, e_3, e_f, e_f, e_d, e_p)),
-            "damper": get("damper", ("ia", "ib", "ZA", "ZB", "c"), (e_i, e_i, e_3, e_3, e_f, e_d, e_p)),
-            "torsional": get("torsional_damper", ("ia", "ib", "E", "chi", "c0", "c1"),
-                             (e_i, e_i, e_3, e_f, e_f, e_f, e_d, e_p)),
-            "lu_data": np.zeros(asm.size), "lu_piv": np.zeros((self.model.n_moving, 6), np.int64),
-            "lu_state": np.zeros(2),
-        }
+        """Connector arrays for the compiled loop, and its factorization storage."""
+        from ..kernels import stepper
+        return {"kinds": stepper.kind_arguments(self.model, self.assembler),
+                "lu_data": np.zeros(self.assembler.size),
+                "lu_piv": np.zeros((self.model.n_moving, 6), np.int64), "lu_state": np.zeros(2)}
 
     def predict(self, s: State, dt: float):
         """Start of the Newton iteration: the constant-acceleration Taylor step.

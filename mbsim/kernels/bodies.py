@@ -10,6 +10,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import njit
+from .connectors import _add_block
 
 
 @njit(cache=True)
@@ -135,13 +136,7 @@ def scatter_residual(dofs, res, R, Q):
 def scatter_tangent(pos, K, data):
     """data[pos] += K for the local tangents of a connector kind (pos: (n, 144), −1: dropped)."""
     for e in range(pos.shape[0]):
-        Ke = K[e]
-        p = pos[e]
-        for r in range(12):
-            for q in range(12):
-                k = p[12 * r + q]
-                if k >= 0:
-                    data[k] += Ke[r, q]
+        _add_block(K[e], pos[e], data)
 
 
 @njit(cache=True)

@@ -21,6 +21,34 @@ from . import tree
 _ROUNDOFF = 100 * np.finfo(np.float64).eps
 
 
+def kind_arguments(model, assembler=None) -> tuple:
+    """The connector parameters in the order the kernels of this module take them.
+
+    Per kind, in the order spring, damper, torsional damper:
+    ``(ia, ib, <parameters>, index, dofs, pos)`` with ``index`` the scenario
+    position of each instance and ``dofs``/``pos`` the assembler's scatter
+    maps (empty without an assembler); empty arrays for a kind the model
+    lacks.  Built once per model and reused.
+    """
+    by = {k.type: (i, k) for i, k in enumerate(model.kinds)}
+    e_i, e_f, e_3 = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
+    e_d, e_p = np.zeros((0, 12), np.int64), np.zeros((0, 144), np.int32)
+    fields = {"spring": ("ZA", "ZB", "k", "L0"), "damper": ("ZA", "ZB", "c"),
+              "torsional_damper": ("E", "chi", "c0", "c1")}
+    empty = {"spring": (e_3, e_3, e_f, e_f), "damper": (e_3, e_3, e_f), "torsional_damper": (e_3, e_f, e_f, e_f)}
+    out = ()
+    for name in ("spring", "damper", "torsional_damper"):
+        if name not in by:
+            out += (e_i, e_i) + empty[name] + (e_i, e_d, e_p)
+            continue
+        i, k = by[name]
+        maps = (assembler.kind_dofs[i], assembler.kind_pos[i]) if assembler is not None else (e_d, e_p)
+        out += ((k.ia.astype(np.int64), k.ib.astype(np.int64))
+                + tuple(np.ascontiguousarray(getattr(k, f)) for f in fields[name])
+                + (k.index.astype(np.int64),) + maps)
+    return out
+
+
 @njit(cache=True)
 def _rotations(q, R):
     for i in range(q.shape[0]):
@@ -47,9 +75,9 @@ def _left_cayley(c, q):
 @njit(cache=True)
 def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
               a_pred, w_pred, al_pred, Fa, Ma, Xn, mass, Jb, krr,
-              sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
-              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
-              tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
+              sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+              tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
               R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
     """One residual (and tangent into ``data`` if mode) at (r1, q1); returns True if a spring is degenerate.
 
@@ -90,36 +118,52 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, s_r, s_q, s_v, s_a, s
 
 
 @njit(cache=True)
-def _powers(r, q, v, w, FL, ML, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0,
-            dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1):
-    """Dissipated power of the dampers and power of the loads at one state [W]."""
-    n_all = r.shape[0]
-    R = np.empty((n_all, 3, 3))
+def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
+                  dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
+                  force, moment, length, R):
+    """Connector actions at one state into force/moment/length (scenario order) and R ← Λ of
+    every body; returns (spring energy, dissipated power)."""
     _rotations(q, R)
     dummy = np.zeros((1, 3, 3))
     K = np.empty((1, 12, 12))
     nopos = np.zeros((0, 144), np.int32)
     nodata = np.zeros(0)
-    pd = 0.0
+    for c in range(force.shape[0]):
+        for j in range(3):
+            force[c, j] = 0.0
+            moment[c, j] = 0.0
+        length[c] = np.nan
+    energy, power = 0.0, 0.0
+    n = sp_ia.shape[0]
+    if n:
+        res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n)
+        deg = np.empty(n, dtype=np.bool_)
+        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, 0, res, K, f, L, pot, deg, nopos, nodata)
+        for e in range(n):
+            for j in range(3):
+                force[sp_index[e], j] = f[e, j]
+            length[sp_index[e]] = L[e]
+            energy += pot[e]
     n = dp_ia.shape[0]
     if n:
         res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
         kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw,
                   nopos, nodata)
         for e in range(n):
-            pd += pw[e]
+            for j in range(3):
+                force[dp_index[e], j] = f[e, j]
+            length[dp_index[e]] = L[e]
+            power += pw[e]
     n = tq_ia.shape[0]
     if n:
         res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
         kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw,
                      nopos, nodata)
         for e in range(n):
-            pd += pw[e]
-    pe = 0.0
-    for i in range(n_all):
-        for j in range(3):
-            pe += FL[i, j] * v[i, j] + ML[i, j] * w[i, j]
-    return pd, pe
+            for j in range(3):
+                moment[tq_index[e], j] = m[e, j]
+            power += pw[e]
+    return energy, power
 
 
 @njit(cache=True)
@@ -133,9 +177,9 @@ def _norm(x):
 @njit(cache=True)
 def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, gamma,
             F_alpha, M_alpha, FL1, ML1,
-            sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
-            dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
-            tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos,
+            sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+            dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+            tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
             body_pos, size, parent, order, mode, modified, max_it, rtol, atol, contraction,
             lu_data, lu_piv, lu_state, iterations, residuals, counters):
     """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
@@ -164,6 +208,8 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
     hist = np.empty(max_it + 1)
     Ktt = np.empty((nm, 3, 3))
     scratch = np.empty((1, 12, 12)); sp_deg = np.empty(sp_ia.shape[0], dtype=np.bool_)
+    n_conn = sp_ia.shape[0] + dp_ia.shape[0] + tq_ia.shape[0]
+    cf = np.empty((n_conn, 3)); cm = np.empty((n_conn, 3)); cl = np.empty(n_conn)  # single-state scratch
     for step in range(nsteps):
         # --- per-step constants (prepare) -------------------------------------------
         _rotations(q, Rn)
@@ -212,9 +258,9 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
             kmode = mode if fresh else 0
             if _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, r1, q1, r, q, v, a, w, al, Rn,
                          a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
-                         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
-                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
-                         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
+                         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
                          R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
                 break
             rnorm = _norm(R)
@@ -239,9 +285,9 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
                 counters[2] += 1
                 _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, r, q, v, a, w, al, Rn,
                           a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
-                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_dofs, sp_pos,
-                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_dofs, dp_pos,
-                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_dofs, tq_pos, body_pos,
+                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
                           R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg)
                 fresh = True
             if fresh:
@@ -278,8 +324,13 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
                 w[i, j] = w1[i, j]; al[i, j] = al1[i, j]
             for j in range(4):
                 q[i, j] = q1[i, j]
-        pd, pe = _powers(r, q, v, w, FL1[step], ML1[step], sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0,
-                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1)
+        _, pd = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
+                              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1,
+                              tq_index, cf, cm, cl, Rn)
+        pe = 0.0
+        for i in range(n_all):
+            for j in range(3):
+                pe += FL1[step, i, j] * v[i, j] + ML1[step, i, j] * w[i, j]
         energy[0] += 0.5 * dt * (energy[2] + pd)
         energy[1] += 0.5 * dt * (energy[3] + pe)
         energy[2] = pd
@@ -288,9 +339,9 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
 
 
 @njit(cache=True)
-def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
-          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
-          force, moment, length, out):
+def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, force, moment, length, out):
     """Connector actions (scenario order), energies and momenta of one state, as
     :func:`mbsim.diagnostics.frame_quantities` computes them.
 
@@ -299,44 +350,9 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
     """
     n_all = r.shape[0]
     R = np.empty((n_all, 3, 3))
-    _rotations(q, R)
-    dummy = np.zeros((1, 3, 3))
-    K = np.empty((1, 12, 12))
-    nopos = np.zeros((0, 144), np.int32)
-    nodata = np.zeros(0)
-    for c in range(force.shape[0]):
-        for j in range(3):
-            force[c, j] = 0.0
-            moment[c, j] = 0.0
-        length[c] = np.nan
-    spring_energy = 0.0
-    n = sp_ia.shape[0]
-    if n:
-        res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n)
-        deg = np.empty(n, dtype=np.bool_)
-        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, 0, res, K, f, L, pot, deg, nopos, nodata)
-        for e in range(n):
-            for j in range(3):
-                force[sp_index[e], j] = f[e, j]
-            length[sp_index[e]] = L[e]
-            spring_energy += pot[e]
-    n = dp_ia.shape[0]
-    if n:
-        res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
-        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw,
-                  nopos, nodata)
-        for e in range(n):
-            for j in range(3):
-                force[dp_index[e], j] = f[e, j]
-            length[dp_index[e]] = L[e]
-    n = tq_ia.shape[0]
-    if n:
-        res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw,
-                     nopos, nodata)
-        for e in range(n):
-            for j in range(3):
-                moment[tq_index[e], j] = m[e, j]
+    spring_energy, _ = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
+                                     dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index,
+                                     tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, force, moment, length, R)
     kinetic, grav = 0.0, 0.0
     for j in range(2, 8):
         out[j] = 0.0
