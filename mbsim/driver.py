@@ -25,7 +25,7 @@ from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
 
-EXIT_OK, EXIT_INVALID, EXIT_SOLVER, EXIT_INTERRUPTED = 0, 2, 3, 130
+from .exitcodes import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER  # noqa: E402,F401  (re-exported)
 
 
 class OutputFileError(Exception):

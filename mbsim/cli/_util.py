@@ -9,10 +9,9 @@ from typing import Optional
 
 import numpy as np
 
-from ..driver import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER  # noqa: F401  (one place for all codes)
+from ..exitcodes import (EXIT_DIFFERENCES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_INVALID,  # noqa: F401
+                         EXIT_OK, EXIT_SOLVER)
 
-EXIT_DIFFERENCES = 1  # `mbsim compare`: beyond tolerance; `mbsim verify`: an order is not 2
-EXIT_INTERNAL = 4
 
 _ASCII = str.maketrans({"…": "...", "Δ": "d", "→": "->", "ρ": "rho", "∞": "_inf", "α": "alpha",
                         "β": "beta", "γ": "gamma", "—": "-", "≲": "<~", "×": "x"})

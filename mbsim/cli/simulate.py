@@ -7,8 +7,11 @@ import os
 import signal
 import sys
 import time
+from typing import TYPE_CHECKING
 
-from .. import driver
+if TYPE_CHECKING:
+    from .. import driver
+
 from ._util import (EXIT_INVALID, EXIT_OK, _count, _describe, _err, _g, _isatty, _out, _plain, _positive_time,
                     _report_invalid)
 
@@ -95,6 +98,7 @@ def _cmd_run(args) -> int:
     progress = not args.quiet and not args.no_progress and not args.json and _isatty(sys.stderr)
     if not args.quiet and not args.json:
         _out(f"{'resuming' if args.resume else 'running'} {sc.name} ({_describe(sc, args.end)}) → {out}")
+    from .. import driver  # the numerical code, imported only when a run is asked for
     try:
         with _sigterm_as_interrupt():
             summary = driver.run(sc, out, progress=progress, end=args.end, overwrite=args.overwrite,

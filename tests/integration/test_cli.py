@@ -409,7 +409,10 @@ def test_signal_marks_the_file_interrupted(tmp_path, sig):
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
     try:
         assert proc.stdout.readline().startswith("running hanging")  # scenario loaded
-        time.sleep(1.0)  # let the time loop start
+        deadline = time.monotonic() + 60
+        while not out.exists() and time.monotonic() < deadline:  # the result file is created ...
+            time.sleep(0.05)
+        time.sleep(1.0)  # ... and the time loop has run for a while
         proc.send_signal(sig)
         stdout, stderr = proc.communicate(timeout=30)
     finally:
