@@ -6,8 +6,6 @@ metric) are written down once and can be read on their own.
 """
 from __future__ import annotations
 
-import importlib.util
-import os
 from pathlib import Path
 
 import numpy as np
@@ -73,19 +71,6 @@ def rotation_angle(q1, q2) -> np.ndarray:
     w = w1 * w2 - np.sum(v1 * v2, axis=-1)
     v = w1[..., None] * v2 + w2[..., None] * v1 + np.cross(v1, v2)
     return 2.0 * np.arctan2(np.linalg.norm(v, axis=-1), np.abs(w))
-
-
-def check_output_tool():
-    """The ``check`` function of the shared check_output.py, or None if the
-    tool is not there (``MBSIM_CHECK_OUTPUT`` may point to it; default
-    ``../shared/tools/check_output.py`` beside the repository)."""
-    path = Path(os.environ.get("MBSIM_CHECK_OUTPUT", REPO.parent / "shared" / "tools" / "check_output.py"))
-    if not path.is_file():
-        return None
-    spec = importlib.util.spec_from_file_location("mbsim_check_output", path)
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module.check
 
 
 def shortened_copy(src: Path, end: float, dst: Path) -> Path:

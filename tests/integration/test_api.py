@@ -29,11 +29,10 @@ from mbsim.cli import main
 from mbsim.io.reader import ResultFileError, UnequalLengthsWarning, read_trajectory
 from mbsim.io.writer import FRAME_DATASETS
 from mbsim.scenario import ScenarioError, load_scenario
+from tests import contract
 
 ROOT = Path(__file__).resolve().parents[2]
 PENDULUM = ROOT / "scenarios" / "pendulum.yaml"
-CHECKER = Path(os.environ.get("MBSIM_CHECK_OUTPUT", "/work/shared/tools/check_output.py"))
-
 # One body on a spring, a damper and a torsional damper under gravity: 10 steps, a frame every 2.
 HANGING = {
     "mbsim": 1, "name": "hanging", "gravity": [0, 0, -9.81],
@@ -71,12 +70,7 @@ FLIGHT = {
 
 @pytest.fixture(scope="module")
 def check_output():
-    if not CHECKER.is_file():
-        pytest.skip(f"OUTPUT.md checker not found at {CHECKER} (set MBSIM_CHECK_OUTPUT)")
-    spec = importlib.util.spec_from_file_location("check_output", CHECKER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.check
+    return contract.check_output()
 
 
 @pytest.fixture(scope="module")

@@ -8,7 +8,6 @@ the independent OUTPUT.md checker in ``/work/shared/tools/check_output.py``.
 """
 from __future__ import annotations
 
-import importlib.util
 import json
 import os
 import re
@@ -26,10 +25,9 @@ import pytest
 import mbsim
 from mbsim.cli import main
 from mbsim.io.reader import read_summary, read_trajectory
+from tests import contract
 
 ROOT = Path(__file__).resolve().parents[2]
-CHECKER = Path(os.environ.get("MBSIM_CHECK_OUTPUT", "/work/shared/tools/check_output.py"))
-
 # One body on a spring and a dashpot under gravity: 10 steps, a frame every 2.
 HANGING = """\
 mbsim: 1
@@ -96,12 +94,7 @@ def line_of(text, needle):
 
 @pytest.fixture(scope="module")
 def check_output():
-    if not CHECKER.is_file():
-        pytest.skip(f"OUTPUT.md checker not found at {CHECKER} (set MBSIM_CHECK_OUTPUT)")
-    spec = importlib.util.spec_from_file_location("check_output", CHECKER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.check
+    return contract.check_output()
 
 
 def python_m(*args, **kw):

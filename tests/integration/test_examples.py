@@ -29,8 +29,9 @@ import yaml
 from mbsim.driver import run
 from mbsim.scenario import load_scenario
 from mbsim.scenario.spec import JOINT_PROJECTION
+from tests import contract
 
-from ._examples_util import (HEADER_PARTS, POSITION_TOL, SCENARIO_DIR, check_output_tool, example_paths,
+from ._examples_util import (HEADER_PARTS, POSITION_TOL, SCENARIO_DIR, example_paths,
                              scene_size, shortened_copy, span_for)
 
 EXAMPLES = example_paths()
@@ -121,10 +122,7 @@ def test_example_runs_and_conforms(path, runs, tmp_path):
     sc, span, summary, out = runs.get(path)
     assert summary.status == "completed", summary.message
     assert summary.t_end == pytest.approx(span, rel=1e-12, abs=1e-12)
-    check = check_output_tool()
-    if check is None:
-        pytest.skip("shared check_output.py not found (set MBSIM_CHECK_OUTPUT)")
-    problems = check(str(out), str(shortened_copy(path, span, tmp_path / path.name)))
+    problems = contract.check_output()(str(out), str(shortened_copy(path, span, tmp_path / path.name)))
     assert not problems, "\n".join(problems)
 
 

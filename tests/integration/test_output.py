@@ -1,12 +1,8 @@
 """Result files of unusual but valid models: no connectors, no loads, only world."""
-import importlib.util
-from pathlib import Path
-
 import pytest
 
 from mbsim.cli import main
-
-CHECKER = Path(__file__).resolve().parents[3] / "shared" / "tools" / "check_output.py"
+from tests import contract
 
 NO_CONNECTORS = """\
 mbsim: 1
@@ -17,17 +13,20 @@ bodies:
 """
 
 
-@pytest.mark.skipif(not CHECKER.is_file(), reason="shared check_output.py not found")
 def test_a_model_without_connectors_writes_a_conforming_file(tmp_path):
-    spec = importlib.util.spec_from_file_location("check_output", CHECKER)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
     p = tmp_path / "free.yaml"
     p.write_text(NO_CONNECTORS)
     out = tmp_path / "free.h5"
     assert main(["run", str(p), "-o", str(out), "--quiet"]) == 0
-    assert mod.check(str(out), str(p)) == []
+    assert contract.check_output()(str(out), str(p)) == []
     import h5py
     with h5py.File(out) as f:
         assert f["connectors/force"].shape == (11, 0, 3)
         assert f["bodies/position"][-1, 0, 0] == pytest.approx(0.1)
+
+
+@pytest.mark.skipif(not contract.SHARED.is_file(), reason="no ../shared beside this checkout to compare the copy with")
+def test_the_copied_contract_checker_is_the_shared_one():
+    """tests/contract/check_output.py must be the shared tool verbatim, so a bare clone checks the same contract."""
+    assert contract.COPY.read_bytes() == contract.SHARED.read_bytes(), (
+        "tests/contract/check_output.py differs from ../shared/tools/check_output.py: copy the shared one over")
