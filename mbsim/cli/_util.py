@@ -37,21 +37,22 @@ def _positive_time(text: str) -> float:
     return value
 
 
-def _describe(sc, end: Optional[float] = None) -> str:
+def _describe(sc, end: Optional[float] = None, with_step: bool = True) -> str:
+    """One line saying what a scenario holds: "3 bodies (1 fixed), 2 connectors, 1 load; t = 0 … 2 s, Δt = 0.001 s"."""
     nb = len(sc.bodies)
     fixed = sum(b.fixed for b in sc.bodies)
     bodies = _count(nb, "body", "bodies") + (f" ({fixed} fixed)" if fixed else "")
     return (f"{bodies}, {_count(len(sc.connectors), 'connector')}, {_count(len(sc.loads), 'load')}; "
-            f"t = 0 … {_g(sc.time.end if end is None else end)} s, Δt = {_g(sc.time.step)} s")
+            f"t = 0 … {_g(sc.time.end if end is None else end)} s" + (f", Δt = {_g(sc.time.step)} s" if with_step else ""))
 
 
 def _report_invalid(exc, run: bool) -> None:
     _err(exc.report())
     if run:
-        _err("nothing was run and no file was written; fix the problems above (docs/scenario.md explains "
-             "every key) and run again")
+        _err("nothing was run and no file was written; fix the problems above (docs/scenario.md in the mbsim sources "
+             "explains every key) and run again")
     else:
-        _err("fix the problems above (docs/scenario.md explains every key) and validate again")
+        _err("fix the problems above (docs/scenario.md in the mbsim sources explains every key) and validate again")
 
 
 def _plain(value):

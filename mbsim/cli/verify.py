@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import json
 
-from ._util import (EXIT_DIFFERENCES, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER, _count, _err, _g,
+from ._util import (EXIT_DIFFERENCES, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER, _count, _describe, _err, _g,
                     _out, _plain, _positive_float, _positive_time, _report_invalid)
 from .compare import _num
 from .simulate import _sigterm_as_interrupt
@@ -56,9 +56,7 @@ def _cmd_verify(args) -> int:
     step = args.step if args.step is not None else sc.time.step
     end = args.end if args.end is not None else sc.time.end
     if not args.json:
-        _out(f"verifying {sc.name} ({_count(len(sc.bodies), 'body', 'bodies')}, "
-             f"{_count(len(sc.connectors), 'connector')}, {_count(len(sc.loads), 'load')}; "
-             f"t = 0 … {_g(end)} s) at Δt = {_g(step)} s, Δt/2, Δt/4 and with the reference solver")
+        _out(f"verifying {sc.name} ({_describe(sc, end, with_step=False)}) at Δt = {_g(step)} s, Δt/2, Δt/4 and with the reference solver")
         _out(f"  {'run':<10}{'Δt [s]':>10}{'steps':>8}{'Newton':>9}{'wall time':>12}")
 
     def on_run(r):

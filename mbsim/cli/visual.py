@@ -84,7 +84,8 @@ def register(sub, common, fmt) -> None:
     a.add_argument("--fps", type=_fps_arg, default=25.0, metavar="N",
                    help="frames per second of the animation (default 25)")
     a.add_argument("--every", type=_every_arg, metavar="N",
-                   help="use every N-th stored frame (default: the N that plays the motion in real time)")
+                   help="use every N-th stored frame, and always the last (default: the N that plays the motion "
+                        "in real time)")
     a.add_argument("--elev", type=_angle_arg, default=20.0, metavar="DEG",
                    help="view elevation above the x-y plane in degrees (default 20)")
     a.add_argument("--azim", type=_angle_arg, default=-60.0, metavar="DEG",

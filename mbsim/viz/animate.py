@@ -236,8 +236,8 @@ def animate(traj: dict, path, *, fps: float = DEFAULT_FPS, every: Optional[int] 
     fps : float
         Animation frames per second.
     every : int, optional
-        Use every N-th stored frame (0, N, 2N, …); default: the N that plays the
-        motion in real time at ``fps``.
+        Use every N-th stored frame (0, N, 2N, …, and the last one); default:
+        the N that plays the motion in real time at ``fps``.
     elev, azim : float
         View elevation and azimuth [degrees].
     size : (int, int)
@@ -255,7 +255,7 @@ def animate(traj: dict, path, *, fps: float = DEFAULT_FPS, every: Optional[int] 
         raise WriterUnavailable(f"MP4 (H.264) needs an even width and height, got {size[0]}x{size[1]}")
     if every is None:
         every = default_every(traj, fps)
-    frames = geo.frame_indices(traj, every)
+    frames = geo.frame_indices(traj, every, include_last=True)
     if len(frames) == 0:
         raise ValueError("the result holds no frames to animate")
     scene = Scene(traj, elev=elev, azim=azim, size=size, dpi=dpi)

@@ -34,11 +34,17 @@ def frame_count(traj: dict) -> int:
     return int(min(len(traj[k]) for k in _PER_FRAME if k in traj))
 
 
-def frame_indices(traj: dict, every: int = 1) -> np.ndarray:
-    """Frames 0, every, 2·every, … (the last frame only if it falls on that grid)."""
+def frame_indices(traj: dict, every: int = 1, include_last: bool = False) -> np.ndarray:
+    """Frames 0, every, 2·every, …; with ``include_last`` also the last frame
+    when it falls off that grid (an animation should end on the final state;
+    an export keeps the regular grid)."""
     if every < 1:
         raise ValueError(f"every must be >= 1, got {every}")
-    return np.arange(0, frame_count(traj), every)
+    n = frame_count(traj)
+    picked = np.arange(0, n, every)
+    if include_last and n and picked[-1] != n - 1:
+        picked = np.append(picked, n - 1)
+    return picked
 
 
 def scenario_of(traj: dict) -> Optional[Scenario]:

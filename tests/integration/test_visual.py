@@ -139,7 +139,7 @@ def test_animate_gif(result, tmp_path, capsys):
                  "--elev", "30", "--azim", "-45"]) == 0
     with Image.open(gif) as im:
         assert im.size == (320, 240)
-        assert im.n_frames == len(range(0, FRAMES, 3))
+        assert im.n_frames == len(range(0, FRAMES, 3)) + 1  # 0, 3, 6, 9 and the last, 10
         frames = []
         for k in (0, im.n_frames - 1):
             im.seek(k)
@@ -147,7 +147,7 @@ def test_animate_gif(result, tmp_path, capsys):
     assert all(f.std() > 5.0 for f in frames)
     assert np.any(frames[0] != frames[1]), "first and last frame are the same picture"
     out = capsys.readouterr().out
-    assert f"wrote {gif} (4 frames, 320x240 px, 10 fps, t = 0 … 0.18 s)" in out
+    assert f"wrote {gif} (5 frames, 320x240 px, 10 fps, t = 0 … 0.2 s)" in out
 
 
 def test_animate_default_plays_in_real_time(result, capsys):
