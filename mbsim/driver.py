@@ -21,6 +21,7 @@ import numpy as np
 from . import resources
 from .diagnostics import energy_drift, frame_quantities
 from .integrators import INTEGRATORS
+from .integrators.generalized_alpha import FRAME_BUFFER_KEYS, frame_buffers
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -227,7 +228,17 @@ def _first_difference(a: str, b: str) -> str:
     return f"the stored text has {len(la)} lines, the given one {len(lb)}"
 
 
+# The compiled multi-frame loop (fixed steps, tree solver): at most FRAMES_PER_CALL frames and
+# BLOCK_BYTES of frame buffers or of loads per call, and about CALL_SECONDS of work per call, so
+# that the progress bar moves and Ctrl-C is answered promptly.
+FRAMES_PER_CALL = 256
+BLOCK_BYTES = 32 * 1024**2
+CALL_SECONDS = 0.05
+
+
 class _Loop:
+    multi_frame = True  # whole frames per compiled call where possible (tests switch it off to compare)
+
     def __init__(self, scenario, model, integ, out, progress, keep_frames, on_step):
         self.sc, self.model, self.integ = scenario, model, integ
         self.out, self.progress, self.keep, self.on_step = out, progress, keep_frames, on_step
@@ -240,6 +251,8 @@ class _Loop:
         self.start = None  # set by run(resume=True): where an unfinished run stopped
         self.output_time = 0.0
         self.wall_before = 0.0
+        self._fbuf = None  # frame buffers of the compiled multi-frame loop, made at first use
+        self._fcap = self._fper = 1  # their capacity; frames per call (grown to about CALL_SECONDS)
 
     # --------------------------------------------------------------
     def _attrs(self):
@@ -261,6 +274,58 @@ class _Loop:
         return {"steps": self.integ.n_steps, "newton_iterations": self.integ.n_iterations,
                 "rejected_steps": self.controller.rejected if self.controller else 0,
                 "wall_time_s": self.wall_before + wall}
+
+    def _frames_block(self, s, nframes):
+        """Whole frames in one compiled call (:meth:`GeneralizedAlpha.advance_frames`),
+        their rows handed to the writer together.  Returns the new state and
+        whether the next step must be taken in Python (to be redone and diagnosed)."""
+        integ, ctl, step = self.integ, self.controller, self.sc.time.step
+        if self._fbuf is None:
+            B, C = self.model.n_bodies, self.model.n_connectors
+            row = 8 * (19 * B + 7 * C + 16)  # bytes per frame in the buffers
+            loads = 8 * 12 * self.model.n_all * ctl.every  # bytes of loads per frame
+            self._fcap = int(max(1, min(FRAMES_PER_CALL, BLOCK_BYTES // row, BLOCK_BYTES // loads)))
+            self._fbuf = frame_buffers(B, C, self._fcap)
+        nf = min(nframes, self._fcap, self._fper)
+        k0 = ctl.k
+        t0 = time.perf_counter()
+        new, done, steps, flag, its, res = integ.advance_frames(s, step, k0, nf, ctl.every, self._fbuf)
+        if done:  # aim at CALL_SECONDS per call: a responsive progress bar and Ctrl-C
+            per = (time.perf_counter() - t0) / done
+            self._fper = int(max(1, min(self._fcap, CALL_SECONDS / per if per > 0 else self._fcap)))
+        ctl.k += steps
+        s = replace(new, t=ctl.k * step)
+        if done:
+            ends = np.arange(1, done + 1) * ctl.every - 1  # last step of each frame
+            self._frames(done, (k0 + ends + 1) * step, its[ends], res[ends], step)
+        if flag == 2:  # the frame's own quantities overflow: _frame says so
+            self._frame(s, int(its[-1]), float(res[-1]), step)
+        return s, done < nf
+
+    def _frames(self, m, times, iterations, rnorms, dt):
+        """Hand ``m`` frames from the frame buffers to the writer (and to what is kept)."""
+        t0 = time.perf_counter()
+        try:
+            b = self._fbuf
+            sc = b["scalars"][:m]
+            fr = {"time": times}
+            fr.update({k: b[k][:m] for k in FRAME_BUFFER_KEYS if k != "scalars"})
+            fr.update({"energy/kinetic": sc[:, 0], "energy/potential": sc[:, 1], "energy/dissipated": sc[:, 2],
+                       "energy/external_work": sc[:, 3], "momentum/linear": sc[:, 4:7],
+                       "momentum/angular": sc[:, 7:10]})
+            steps = np.full(m, dt)
+            if self.writer is not None:
+                self.writer.append_block(fr, iterations, rnorms, steps)
+            if self.keep:
+                fr.update({"solver/iterations": iterations, "solver/residual_norm": rnorms, "solver/step": steps})
+                for k, v in fr.items():
+                    self.kept.setdefault(k, []).extend(np.array(v, copy=True))
+            for k in self.energies:
+                self.energies[k].extend(fr[f"energy/{k}"].tolist())
+            self.frames += m
+            self.last_frame_t = float(times[-1])
+        finally:
+            self.output_time += time.perf_counter() - t0
 
     def _frame(self, s, iterations, rnorm, dt):
         t0 = time.perf_counter()
@@ -333,7 +398,16 @@ class _Loop:
                 # blocks of fixed steps between frames run in one compiled loop when possible
                 blocks = (not ctl.adaptive and self.on_step is None and getattr(integ, "can_advance", False))
                 python_next = False  # redo a step the compiled loop handed back, in Python
+                frames_blocks = blocks and getattr(integ, "can_advance_frames", False) and self.multi_frame
                 while not ctl.done(s.t):
+                    nf = ctl.full_frames_ahead() if frames_blocks and not python_next else 0
+                    if nf:
+                        s, python_next = self._frames_block(s, nf)
+                        k = ctl.k
+                        if bar is not None and time.monotonic() - last_bar > 0.1:
+                            last_bar = time.monotonic()
+                            _bar_update(bar, s.t, integ, last_bar - t_start, ctl)
+                        continue
                     n = ctl.full_steps_to_frame() if blocks and not python_next else 0
                     if n:
                         new, taken, its, res_norms = integ.advance(s, sc.time.step, n)

@@ -74,6 +74,13 @@ class FixedSteps:
             return 0
         return min((self.k // self.every + 1) * self.every, self.n_full) - self.k
 
+    def full_frames_ahead(self) -> int:
+        """At a frame: how many whole frames of ``every`` full steps follow (what
+        can be taken in one compiled call); 0 elsewhere."""
+        if self.k % self.every or self.k >= self.n_full:
+            return 0
+        return (self.n_full - self.k) // self.every
+
     def is_frame(self, k: int) -> bool:
         return k % self.every == 0 or k == self.n_total
 

@@ -52,6 +52,21 @@ _ROUNDOFF = 100 * np.finfo(float).eps
 # drifted too far, and it is recomputed at the current iterate.
 CONTRACTION_LIMIT = 0.05
 
+# The frame buffers of :meth:`GeneralizedAlpha.advance_frames`, in the compiled kernel's argument
+# order: OUTPUT.md datasets (scenario body and connector order), then "scalars" = per frame
+# [kinetic, potential, dissipated, external work, linear momentum (3), angular momentum (3)].
+FRAME_BUFFER_KEYS = ("bodies/position", "bodies/orientation", "bodies/velocity", "bodies/angular_velocity",
+                     "bodies/acceleration", "bodies/angular_acceleration", "connectors/force", "connectors/moment",
+                     "connectors/length", "scalars")
+
+
+def frame_buffers(n_bodies: int, n_connectors: int, capacity: int) -> dict:
+    """Empty frame buffers for ``capacity`` frames (see :data:`FRAME_BUFFER_KEYS`)."""
+    B, C, K = n_bodies, n_connectors, capacity
+    shapes = {"bodies/orientation": (K, B, 4), "connectors/force": (K, C, 3), "connectors/moment": (K, C, 3),
+              "connectors/length": (K, C), "scalars": (K, 10)}
+    return {k: np.empty(shapes.get(k, (K, B, 3))) for k in FRAME_BUFFER_KEYS}
+
 
 @dataclass(frozen=True)
 class AlphaParameters:
@@ -380,6 +395,11 @@ class GeneralizedAlpha:
         """Whether :meth:`advance` can take blocks of steps in compiled code (tree solver, numba)."""
         return self.model.engine == "numba" and self.solver.strategy == "tree"
 
+    @property
+    def can_advance_frames(self) -> bool:
+        """Whether :meth:`advance_frames` can take whole output frames in compiled code."""
+        return self.can_advance
+
     def advance(self, s: State, dt: float, nsteps: int):
         """Up to ``nsteps`` steps of size ``dt`` in one compiled loop (:mod:`mbsim.kernels.stepper`).
 
@@ -397,38 +417,104 @@ class GeneralizedAlpha:
         """
         from ..kernels import stepper
         t0 = self.clock()
+        times = s.t + dt * np.arange(nsteps + 1)
+        b = self._block(s, times[None, :], nsteps)
+        taken = stepper.advance(nsteps, dt, *b["state"], *b["model"], *b["loads"], *b["kinds"], *b["solver"],
+                                *b["work"])
+        new = self._after_block(s, b, float(times[taken]), taken)
+        return new, taken, b["iterations"][:taken], b["residuals"][:taken]
+
+    def advance_frames(self, s: State, dt: float, k0: int, nframes: int, spf: int, buffers: dict):
+        """Up to ``nframes`` output frames of ``spf`` steps each in one compiled call
+        (:func:`mbsim.kernels.stepper.advance_frames`), the frame quantities written
+        to row ``f`` of ``buffers`` (see :func:`frame_buffers`).
+
+        ``s`` is the state at step ``k0`` (``t = k0·dt``); the steps are the ones
+        :meth:`advance` takes one frame at a time, to the last bit.
+
+        Returns
+        -------
+        state : State
+            After the steps taken (``t`` = (k0 + steps)·dt).
+        frames : int
+            Frames completed (their rows in ``buffers`` are filled).
+        steps : int
+            Steps taken in all (``frames·spf`` plus those of an unfinished frame).
+        flag : int
+            0, or why fewer than ``nframes`` frames were completed:
+            1 -- the state at the end of the next frame was not finite (the
+            steps of that frame are not counted and ``state`` is its start);
+            2 -- its connector actions, energies or momenta were not finite
+            (``state`` is the frame's state).  With 0 and ``frames < nframes``
+            a step did not converge: ``state`` is the one before it.
+        iterations, residuals : arrays (steps,)
+        """
+        from ..kernels import stepper
+        nsteps = nframes * spf
+        # t_k = k·dt by multiplication at every frame start, as the driver computes it
+        starts = (k0 + spf * np.arange(nframes)) * dt
+        times = starts[:, None] + dt * np.arange(spf + 1)
+        b = self._block(s, times, nsteps)
+        status = np.zeros(2, np.int64)
+        o = self.model.order
+        frames = stepper.advance_frames(
+            nframes, spf, dt, *b["state"], b["model"][0], b["model"][1], b["model"][2], self.model.gravity,
+            *b["model"][3:], *b["loads"], *b["kinds"], *b["solver"], *b["work"],
+            o if o.dtype == np.int64 else o.astype(np.int64),
+            *(buffers[k] for k in FRAME_BUFFER_KEYS), status)
+        steps = frames * spf + (int(status[0]) if status[1] != 1 else 0)
+        new = self._after_block(s, b, (k0 + steps) * dt, steps)
+        return new, frames, steps, int(status[1]), b["iterations"][:steps], b["residuals"][:steps]
+
+    def _block(self, s: State, times: np.ndarray, nsteps: int) -> dict:
+        """The arguments of the compiled loops for ``nsteps`` steps from ``s``.
+
+        ``times`` is ``(blocks, steps per block + 1)``: the step ends of each
+        block, at which the loads are evaluated (at n+α between two of them).
+        """
+        t0 = self.clock()
         m, p = self.model, self.params
         nm, af = m.n_moving, p.alpha_f
-        times = s.t + dt * np.arange(nsteps + 1)
-        F, M, FL, ML = m.external_many(times)
-        F_alpha = np.ascontiguousarray((af * F[1:] + (1 - af) * F[:-1])[:, :nm])
-        M_alpha = np.ascontiguousarray((af * M[1:] + (1 - af) * M[:-1])[:, :nm])
-        FL, ML = FL[1:], ML[1:]
+        F, M, FL, ML = m.external_many(times.ravel())
+        nb, w = times.shape
+        F, M, FL, ML = (x.reshape((nb, w) + x.shape[1:]) for x in (F, M, FL, ML))
+        F_alpha = np.ascontiguousarray((af * F[:, 1:] + (1 - af) * F[:, :-1])[:, :, :nm].reshape(nsteps, nm, 3))
+        M_alpha = np.ascontiguousarray((af * M[:, 1:] + (1 - af) * M[:, :-1])[:, :, :nm].reshape(nsteps, nm, 3))
+        FL = np.ascontiguousarray(FL[:, 1:].reshape((nsteps,) + FL.shape[2:]))
+        ML = np.ascontiguousarray(ML[:, 1:].reshape((nsteps,) + ML.shape[2:]))
         if self._fused is None:
             self._fused = self._fused_arguments()
         f = self._fused
-        r, q, v, a, w, al = (x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al))
         energy = np.array([s.dissipated, s.external_work, s.power_diss, s.power_ext])
-        iterations = np.zeros(nsteps, dtype=np.int64)
-        residuals = np.zeros(nsteps)
-        counters = np.zeros(3, dtype=np.int64)
         f["lu_state"][0] = 0.0  # a fresh tangent at the start of every block (= after every frame)
         self.lu = None
         spec = self.spec
-        taken = stepper.advance(
-            nsteps, dt, r, q, v, a, w, al, energy, nm, m.mass, m.inertia, af, p.alpha_m, p.beta, p.gamma,
-            F_alpha, M_alpha, FL, ML, *f["kinds"],
-            self.assembler.body_pos, self.assembler.size, *self.solver.tree,
-            {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol, spec.atol,
-            CONTRACTION_LIMIT, f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters)
-        self.n_steps += taken
+        iterations, residuals = np.zeros(nsteps, dtype=np.int64), np.zeros(nsteps)
+        counters = np.zeros(3, dtype=np.int64)
+        return {
+            "t0": t0,
+            "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + (energy,),
+            "model": (nm, m.mass, m.inertia, af, p.alpha_m, p.beta, p.gamma),
+            "loads": (F_alpha, M_alpha, FL, ML),
+            "kinds": f["kinds"],
+            "solver": (self.assembler.body_pos, self.assembler.size, *self.solver.tree,
+                       {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol,
+                       spec.atol, CONTRACTION_LIMIT),
+            "work": (f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters),
+            "iterations": iterations, "residuals": residuals, "counters": counters,
+        }
+
+    def _after_block(self, s: State, b: dict, t: float, steps: int) -> State:
+        """Count the work of a compiled block (``steps`` steps kept) and return its final state at time ``t``."""
+        counters = b["counters"]
+        self.n_steps += steps
         self.n_iterations += int(counters[0])
         self.solver.nlu += int(counters[1])
         self.n_assemblies += int(counters[2])
-        new = State(float(times[taken]), r, q, v, a, w, al, float(energy[0]), float(energy[1]),
-                    float(energy[2]), float(energy[3]))
-        self.timing["compiled steps"] = self.timing.get("compiled steps", 0.0) + self.clock() - t0
-        return new, taken, iterations[:taken], residuals[:taken]
+        r, q, v, a, w, al, energy = b["state"]
+        new = State(t, r, q, v, a, w, al, float(energy[0]), float(energy[1]), float(energy[2]), float(energy[3]))
+        self.timing["compiled steps"] = self.timing.get("compiled steps", 0.0) + self.clock() - b["t0"]
+        return new
 
     def _fused_arguments(self) -> dict:
         """Connector arrays for the compiled loop, and its factorization storage."""

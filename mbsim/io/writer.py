@@ -48,7 +48,7 @@ FRAME_DATASETS = {
     "solver/step": ((), "s", "time-step size used for that step"),
 }
 SOLVER_KEYS = ("solver/iterations", "solver/residual_norm", "solver/step")
-FLUSH_BYTES = 4 * 1024**2  # a block of frames is written when it reaches this size (or after flush_seconds)
+FLUSH_BYTES = 16 * 1024**2  # a block of frames is written when it reaches this size (or after flush_seconds)
 
 
 def utc_now() -> str:
@@ -200,6 +200,28 @@ class TrajectoryWriter:
         arr["solver/step"][i] = step
         self._n = i + 1
         if self._n >= self.flush_frames or time.monotonic() - self._last_flush >= self.flush_seconds:
+            self.flush()
+
+    def append_block(self, frames: dict, iterations, residual_norms, steps):
+        """Buffer ``m`` frames at once: ``frames`` maps the same keys as :meth:`append`
+        to arrays with a leading axis of length ``m`` (as do the three solver arrays)."""
+        if self._arr is None:
+            self._arr = {k: np.empty((self.flush_frames,) + self.f[k].shape[1:], dtype=self.f[k].dtype)
+                         for k in FRAME_DATASETS}
+        frames = dict(frames, **{"solver/iterations": iterations, "solver/residual_norm": residual_norms,
+                                 "solver/step": steps})
+        m = len(frames["time"])
+        j = 0
+        while j < m:
+            i, arr = self._n, self._arr
+            n = min(m - j, self.flush_frames - i)
+            for k, v in frames.items():
+                arr[k][i:i + n] = v[j:j + n]
+            self._n = i + n
+            j += n
+            if self._n >= self.flush_frames:
+                self.flush()
+        if time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
 
     def flush(self, counters: dict | None = None):

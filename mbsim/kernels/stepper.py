@@ -379,3 +379,89 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
         for j in range(3):
             total += force[c, j] + moment[c, j]
     out[8] = total
+
+
+@njit(cache=True)
+def _all_finite(x):
+    for v in x.ravel():
+        if not np.isfinite(v):
+            return False
+    return True
+
+
+@njit(cache=True)
+def advance_frames(nframes, spf, dt, r, q, v, a, w, al, energy, nm, mass, Jb, gravity, af, am, beta, gamma,
+                   F_alpha, M_alpha, FL1, ML1,
+                   sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                   dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                   tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
+                   body_pos, size, parent, order, mode, modified, max_it, rtol, atol, contraction,
+                   lu_data, lu_piv, lu_state, iterations, residuals, counters,
+                   scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
+    """Up to ``nframes`` output frames of ``spf`` steps each: :func:`advance`
+    per frame (a fresh tangent at the start of each, as between the blocks
+    the driver takes one frame at a time), then :func:`frame` into row ``f``
+    of the frame buffers.
+
+    ``scenario_order[j]`` is the internal index of scenario body ``j``; the
+    ``f_*`` buffers are in scenario order like the result file;
+    ``f_scalars[f]`` = [kinetic, potential, dissipated, external work,
+    linear momentum (3), angular momentum (3)].  ``F_alpha`` … ``ML1`` hold
+    ``nframes·spf`` steps' loads, ``iterations``/``residuals`` as many entries.
+
+    Returns the frames completed, ``f``.  When ``f < nframes``, ``status`` says why:
+    ``[steps, 0]`` — the step after ``steps`` further steps did not converge
+    (the state is the one before it); ``[0, 1]`` — the state at the end of
+    frame ``f`` was not finite (the state is put back to the start of that
+    frame); ``[spf, 2]`` — the frame's connector actions, energies or momenta
+    were not finite (the state is the frame's, its row is not written).  The
+    caller redoes or diagnoses each in Python.
+    """
+    n_all = r.shape[0]
+    r0 = np.empty_like(r); q0 = np.empty_like(q); v0 = np.empty_like(v)
+    a0 = np.empty_like(a); w0 = np.empty_like(w); al0 = np.empty_like(al); e0 = np.empty_like(energy)
+    out = np.empty(9)
+    status[0] = 0
+    status[1] = 0
+    for f in range(nframes):
+        r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy
+        lu_state[0] = 0.0  # a fresh tangent after every frame
+        s0 = f * spf
+        s1 = s0 + spf
+        taken = advance(spf, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, gamma,
+                        F_alpha[s0:s1], M_alpha[s0:s1], FL1[s0:s1], ML1[s0:s1],
+                        sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                        dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                        tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
+                        body_pos, size, parent, order, mode, modified, max_it, rtol, atol, contraction,
+                        lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1], counters)
+        if taken < spf:
+            status[0] = taken
+            return f
+        if not (_all_finite(r) and _all_finite(q) and _all_finite(v) and _all_finite(a) and _all_finite(w)
+                and _all_finite(al)):
+            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0
+            status[1] = 1
+            return f
+        frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+              tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
+              f_force[f], f_moment[f], f_length[f], out)
+        if not _all_finite(out):
+            status[0] = spf
+            status[1] = 2
+            return f
+        for j in range(scenario_order.shape[0]):
+            i = scenario_order[j]
+            for c in range(3):
+                f_r[f, j, c] = r[i, c]; f_v[f, j, c] = v[i, c]; f_w[f, j, c] = w[i, c]
+                f_a[f, j, c] = a[i, c]; f_al[f, j, c] = al[i, c]
+            for c in range(4):
+                f_q[f, j, c] = q[i, c]
+        f_scalars[f, 0] = out[0]
+        f_scalars[f, 1] = out[1]
+        f_scalars[f, 2] = energy[0]
+        f_scalars[f, 3] = energy[1]
+        for c in range(6):
+            f_scalars[f, 4 + c] = out[2 + c]
+    return nframes

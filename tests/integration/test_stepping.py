@@ -9,6 +9,7 @@ import pytest
 
 from mbsim.driver import run
 from mbsim.integrators import GeneralizedAlpha
+from mbsim.io.writer import FRAME_DATASETS
 from mbsim.model.model import Model
 from mbsim.scenario import load_scenario, parse_scenario
 from mbsim.stepping import AdaptiveSteps, FixedSteps
@@ -190,3 +191,91 @@ def test_compiled_step_loop_follows_the_python_newton_step(modified):
     for k in ("energy/dissipated", "energy/external_work", "energy/kinetic"):
         assert np.allclose(a[k], b[k], rtol=1e-8, atol=1e-10)
     assert python.newton_iterations == compiled.newton_iterations
+
+
+# A forest (the compiled loops' domain) with a fixed body declared before the moving ones (so the
+# internal body order differs from the scenario's), every connector kind, and loads that vary in time.
+FOREST = """\
+mbsim: 1
+name: forest
+gravity: [0, 0, -9.81]
+time: {end: 0.503, step: 1.0e-3}
+output: {interval: 5.0e-3}
+bodies:
+  - {name: base, mass: 1, inertia: [1, 1, 1], fixed: true, position: [0, 0, 0.5]}
+  - {name: a, mass: 1.2, inertia: [0.02, 0.03, 0.05], position: [0.3, 0, -1], angular_velocity: [1.5, -2, 3]}
+  - {name: b, mass: 0.8, inertia: [0.01, 0.015, 0.012], position: [0.6, 0.4, -1.8], velocity: [0, -0.3, 0.2]}
+  - {name: c, mass: 0.5, inertia: [0.01, 0.01, 0.02], position: [1, 0, 0.5], angular_velocity: [0, 0, 5]}
+connectors:
+  - {type: spring, bodies: [world, a], points: [[0, 0, 0], [0.3, 0.05, -0.9]], stiffness: 300, rest_length: 0.7}
+  - {type: spring, bodies: [a, b], points: [[0.35, 0, -1.1], [0.6, 0.45, -1.7]], stiffness: 150}
+  - {type: damper, bodies: [a, b], points: [[0.3, 0.1, -1.05], [0.55, 0.4, -1.75]], damping: 0.5}
+  - {type: torsional_damper, bodies: [a, b], damping: 0.02, projection: P2, axis: [0.2, 0.3, 1]}
+  - {type: spring, bodies: [base, c], points: [[0, 0, 0.5], [1, 0, 0.5]], stiffness: 50}
+  - {type: torsional_damper, bodies: [base, c], damping: 0.01, joint: revolute, axis: [0, 0, 1]}
+loads:
+  - {type: torque, body: b, vector: [0, 0.05, 0.02], scale: {sine: {amplitude: 1, frequency: 1.3}}}
+  - {type: force, body: c, vector: [0, 2, 0], scale: {ramp: {t0: 0.1, t1: 0.3, from: 0, to: 1}}}
+"""
+
+
+def _file_contents(path):
+    import h5py
+    with h5py.File(path) as f:
+        data = {k: f[k][:] for k in FRAME_DATASETS}
+        return data, {k: f.attrs[k] for k in ("steps", "newton_iterations", "status")}
+
+
+@pytest.mark.parametrize("seconds", [0.0, 1.0])
+def test_whole_frames_per_compiled_call_change_nothing(tmp_path, monkeypatch, seconds):
+    """The compiled multi-frame loop (frames written from inside it) against one compiled block per
+    frame with the frame computed in Python: the same file to the last bit, one frame per call
+    (CALL_SECONDS = 0) or as many as fit; the final shorter step and the frame grid included."""
+    import mbsim.driver as driver
+    sc = parse_scenario(FOREST)
+    monkeypatch.setattr(driver, "CALL_SECONDS", seconds)
+    many = run(sc, str(tmp_path / "many.h5"), keep_frames=True)
+    monkeypatch.setattr(driver._Loop, "multi_frame", False)
+    one = run(sc, str(tmp_path / "one.h5"), keep_frames=True)
+    assert many.status == one.status == "completed"
+    assert many.frames == one.frames == 102  # 0, 5 ms, …, 0.5 s and the end, 0.503 s
+    a, attrs_a = _file_contents(tmp_path / "many.h5")
+    b, attrs_b = _file_contents(tmp_path / "one.h5")
+    assert attrs_a == attrs_b
+    for k in FRAME_DATASETS:
+        assert a[k].dtype == b[k].dtype and np.array_equal(a[k], b[k], equal_nan=True), k
+    for k, v in one.frames_data.items():
+        assert np.array_equal(many.frames_data[k], v, equal_nan=True), k
+    assert many.energy_drift_J == one.energy_drift_J
+
+
+def test_a_step_that_fails_inside_a_multi_frame_call_is_reported_as_before(tmp_path, monkeypatch):
+    """A torque spike at t = 0.2366 s that Newton cannot follow in 4 iterations: the step from
+    0.236 s (the 7th of a frame) fails with the same message, the same frames on disk and the
+    same work counters whichever loop took the steps before it."""
+    import mbsim.driver as driver
+    text = textwrap.dedent("""\
+        mbsim: 1
+        time: {end: 1.0, step: 1.0e-3}
+        output: {interval: 1.0e-2}
+        integrator: {newton: {max_iterations: 4}}
+        bodies:
+          - {name: a, mass: 1, inertia: [0.01, 0.02, 0.03], position: [1, 0, 0], angular_velocity: [0, 1, 20]}
+        connectors:
+          - {type: spring, bodies: [world, a], points: [[0, 0, 0], [0.9, 0, 0]], stiffness: 100}
+        loads:
+          - {type: torque, body: a, vector: [1.0e5, 1.0e5, 0], scale: {table: [[0.2365, 0], [0.2366, 1]]}}
+        """)
+    sc = parse_scenario(text)
+    many = run(sc, str(tmp_path / "many.h5"))
+    monkeypatch.setattr(driver._Loop, "multi_frame", False)
+    one = run(sc, str(tmp_path / "one.h5"))
+    assert many.status == one.status == "failed"
+    assert many.message == one.message and many.failure == one.failure
+    assert many.frames == one.frames == 24  # t = 0 … 0.23 s
+    assert "step 237 from t = 0.236 s" in many.message
+    a, attrs_a = _file_contents(tmp_path / "many.h5")
+    b, attrs_b = _file_contents(tmp_path / "one.h5")
+    assert attrs_a == attrs_b
+    for k in FRAME_DATASETS:
+        assert np.array_equal(a[k], b[k], equal_nan=True), k
