@@ -15,12 +15,19 @@ same validation as a file.  Figures only; nothing is asserted.
 Usage::
 
     python benchmarks/chain.py                 # N = 1, 10, 100, 1000
-    python benchmarks/chain.py --n 1 10 100 --steps 200 --write
+    python benchmarks/chain.py --n 1 10 100 --steps 200 --no-write
 
 Without ``--steps`` each N first takes a short probe run to time a step and
 then runs enough steps for about ``--seconds`` (default 4 s) of wall time,
-at least 20.  ``wall s`` is the time loop only (stepping plus per-frame
-diagnostics); ``setup s`` is validation, model and sparsity-pattern set-up.
+at least 20.  ``wall s`` is the time loop only (stepping, per-frame
+diagnostics and, unless ``--no-write``, writing the HDF5 file, as a user's
+run does); ``setup s`` is validation, model and sparsity-pattern set-up.
+
+``--profile`` adds where the time goes: the phases of a Newton iteration
+driven from Python, each kernel timed on its own, and the compiled loop's
+total with its share of output: handing frames to the HDF5 writer (timed in
+the run) plus the frame quantities (connector actions, energies, momenta),
+which the compiled loop computes itself and which are timed apart here.
 """
 from __future__ import annotations
 
@@ -46,7 +53,7 @@ DT = 1e-3
 RHO_INF = 0.9
 FRAME_EVERY = 10  # steps between stored frames
 MIN_STEPS = 20
-PROBE_STEPS = 5
+PROBE_STEPS = 50
 
 
 def chain_dict(n: int, steps: int) -> dict:
@@ -99,7 +106,8 @@ def run_chain(n: int, steps: int, out_dir: str | None, python_steps: bool = Fals
     if python_steps:
         GeneralizedAlpha.can_advance = False
     try:
-        summary = driver.run(sc, out, write=out is not None)
+        # overwrite: the calibration run has already written this (temporary) file
+        summary = driver.run(sc, out, write=out is not None, overwrite=True)
     finally:
         GeneralizedAlpha.can_advance = saved
     total = time.perf_counter() - t0
@@ -110,9 +118,46 @@ def run_chain(n: int, steps: int, out_dir: str | None, python_steps: bool = Fals
     return summary, setup
 
 
+def frame_kernel_seconds(n: int, seconds: float = 0.2) -> float:
+    """Time of the frame kernel for one frame of the N-body chain, called from
+    compiled code as the compiled loop calls it (:func:`mbsim.kernels.stepper.frame`;
+    a call from Python would add the unboxing of its 35 arguments)."""
+    from numba import njit
+
+    from mbsim.integrators import GeneralizedAlpha
+    from mbsim.kernels import stepper
+    from mbsim.model.model import Model
+
+    @njit
+    def repeat(reps, *args):
+        for _ in range(reps):
+            stepper.frame(*args)
+
+    sc = scenario_from_dict(chain_dict(n, 10))
+    model = Model(sc)
+    s = GeneralizedAlpha(model, sc.integrator).initial_state()
+    C = model.n_connectors
+    args = (s.r, s.q, s.v, s.w, model.mass, model.inertia, model.gravity, *stepper.kind_arguments(model),
+            np.empty((C, 3)), np.empty((C, 3)), np.empty(C), np.empty(9))
+    repeat(1, *args)
+    reps = 1
+    while True:
+        t0 = time.perf_counter()
+        repeat(reps, *args)
+        elapsed = time.perf_counter() - t0
+        if elapsed >= seconds:
+            return elapsed / reps
+        reps *= 4
+
+
 def choose_steps(n: int, seconds: float, out_dir: str | None) -> int:
     """Steps for about ``seconds`` of time loop, from a short probe run (at least MIN_STEPS)."""
-    probe, _ = run_chain(n, PROBE_STEPS, out_dir)
+    steps = PROBE_STEPS
+    while True:  # long enough that per-run costs (file creation, first calls) do not dominate
+        probe, _ = run_chain(n, steps, out_dir)
+        if probe.wall_time_s >= 0.1 * seconds or steps >= 10**6:
+            break
+        steps *= 8
     per_step = probe.wall_time_s / max(probe.steps, 1)
     return max(MIN_STEPS, int(seconds / per_step) if per_step > 0 else MIN_STEPS)
 
@@ -126,8 +171,10 @@ def main(argv=None) -> int:
                     help="time steps per run (default: enough for about --seconds of wall time, at least 20)")
     ap.add_argument("--seconds", type=float, default=4.0,
                     help="target wall time per N when --steps is not given (default 4)")
-    ap.add_argument("--write", action="store_true",
-                    help="also write the HDF5 trajectory (to a temporary directory, then deleted)")
+    ap.add_argument("--no-write", dest="write", action="store_false",
+                    help="do not write the HDF5 trajectory (by default it is written to a temporary "
+                         "directory, then deleted)")
+    ap.add_argument("--write", dest="write", action="store_true", help=argparse.SUPPRESS)  # the default
     ap.add_argument("--profile", action="store_true",
                     help="also print where the time of a Newton iteration goes, per phase")
     args = ap.parse_args(argv)
@@ -156,7 +203,8 @@ def main(argv=None) -> int:
             print(f"{n:>6} {6 * n:>9}  {s.linear_solver:<28} {s.steps:>6} {setup:>8.3f} {s.wall_time_s:>8.3f} "
                   f"{rate:>9.1f} {s.iterations_per_step:>8.2f}", flush=True)
             if args.profile:
-                profiles.append((n, s, run_chain(n, max(MIN_STEPS, steps // 4), out_dir, python_steps=True)[0]))
+                profiles.append((n, s, run_chain(n, max(MIN_STEPS, steps // 4), out_dir, python_steps=True)[0],
+                                 frame_kernel_seconds(n)))
     if args.profile:
         print_profile(profiles)
     return 0
@@ -178,22 +226,24 @@ def print_profile(profiles) -> None:
     """
     print("\nwhere the time goes: one Newton iteration driven from Python, each phase timed "
           "(µs; share of the time loop)")
-    print(f"{'phase':<44}" + "".join(f"{'N = ' + str(n):>18}" for n, _, _ in profiles))
+    print(f"{'phase':<44}" + "".join(f"{'N = ' + str(p[0]):>18}" for p in profiles))
     for key, label in PHASES[1:] + [("other", "driver, Newton bookkeeping")]:
         cells = []
-        for _, _, s in profiles:
+        for _, _, s, _ in profiles:
             its = max(s.newton_iterations, 1)
             t = s.timing.get(key, 0.0) if key != "other" else s.wall_time_s - sum(s.timing.values())
             cells.append(f"{1e6 * t / its:>10.1f} ({100 * t / s.wall_time_s:>3.0f}%)")
         print(f"{key + ': ' + label:<44}" + "".join(f"{c:>18}" for c in cells))
     print(f"{'total per iteration, Python-driven':<44}" + "".join(
-        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, _, s in profiles))
-    print(f"{'total per iteration, compiled block loop':<44}" + "".join(
-        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, s, _ in profiles))
-    print(f"{'  of which output (frames and file)':<44}" + "".join(
-        f"{1e6 * s.timing.get('output', 0) / max(s.newton_iterations, 1):>10.1f} "
-        f"({100 * s.timing.get('output', 0) / s.wall_time_s:>3.0f}%)" for _, s, _ in profiles))
-
+        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, _, s, _ in profiles))
+    print(f"{'total per iteration, compiled loop':<44}" + "".join(
+        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, s, _, _ in profiles))
+    cells = []
+    for _, s, _, per_frame in profiles:
+        its = max(s.newton_iterations, 1)
+        t = s.timing.get("output", 0.0) + s.frames * per_frame  # writing + frame quantities
+        cells.append(f"{1e6 * t / its:>10.1f} ({100 * t / s.wall_time_s:>3.0f}%)")
+    print(f"{'  of which output (frames and file)':<44}" + "".join(f"{c:>18}" for c in cells))
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -8,7 +8,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def test_chain_benchmark_prints_a_table():
-    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "chain.py"), "--n", "1", "3", "--steps", "5"],
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "chain.py"), "--n", "1", "3", "--steps", "5",
+                        "--no-write"],
                        capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     lines = r.stdout.splitlines()
@@ -18,3 +19,13 @@ def test_chain_benchmark_prints_a_table():
     for row in rows:
         steps, wall, rate, per_step = int(row[-5]), float(row[-3]), float(row[-2]), float(row[-1])
         assert steps == 5 and wall > 0 and rate > 0 and per_step >= 1
+
+
+def test_chain_benchmark_writes_and_profiles():
+    """Writing (the default) with the calibrated step count (the probe run writes the same file first),
+    and --profile."""
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "chain.py"), "--n", "2", "--seconds", "0.2",
+                        "--profile"], capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert "writing HDF5" in r.stdout
+    assert re.search(r"^\s*2\s+12\s+\D", r.stdout, re.M), r.stdout
