@@ -27,6 +27,8 @@ regrowth (mbsim.stepping); ``time.min_step`` (> 0, ≤ ``time.step``, default
 """
 from __future__ import annotations
 
+import contextlib
+import gc
 import json
 import math
 import os
@@ -122,7 +124,8 @@ def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
         Scenario name when ``data`` has no ``name`` (default ``scenario``).
     """
     try:
-        text = to_yaml(_plain(data))
+        with _gc_paused():
+            text = to_yaml(_plain(data))
     except (yaml.YAMLError, RecursionError, TypeError, ValueError) as e:
         raise ScenarioError([Problem("<data>", None, f"cannot be written as YAML: {e}")]) from None
     return _parse(text, None, name or "scenario")
@@ -181,7 +184,30 @@ def _plain(value):
 # --------------------------------------------------------------------------
 # the top level
 # --------------------------------------------------------------------------
+@contextlib.contextmanager
+def _gc_paused():
+    """Pause Python's cyclic garbage collector.
+
+    Composing and validating a scenario allocates millions of small objects and
+    frees none of them in cycles; each allocation threshold crossed starts a
+    collection that walks all of them, which made reading a 10 000-body scenario
+    take 12 s instead of 2.5 s.  Reference counting still frees everything.
+    """
+    was = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if was:
+            gc.enable()
+
+
 def _parse(text: str, source: Optional[str], default_name: str) -> Scenario:
+    with _gc_paused():
+        return _parse_unpaused(text, source, default_name)
+
+
+def _parse_unpaused(text: str, source: Optional[str], default_name: str) -> Scenario:
     root, problems = compose(text)
     if root is None:
         raise ScenarioError(problems, source)
