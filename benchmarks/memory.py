@@ -1,8 +1,8 @@
 #!/usr/bin/env python3
 """Peak memory of mbsim on the N-body chain of benchmarks/chain.py, per N.
 
-Each N runs in its own Python process (``chain.py --n N --steps S``, no file
-written), whose peak resident set size the operating system reports after
+Each N runs in its own Python process (``chain.py --n N --steps S``, which
+writes the HDF5 file to a temporary directory as a user's run does), whose peak resident set size the operating system reports after
 it exits; the baseline is the same process for N = 1.  Figures only.
 
 Usage::
