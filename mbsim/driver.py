@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import signal
 import sys
+import threading
 import time
 import warnings
 from dataclasses import dataclass, field, replace
@@ -75,6 +76,7 @@ class RunSummary:
     exit_code: int = EXIT_OK
     failure: str = ""  # StepStatus value of the step that failed ("" unless status is failed)
     timing: dict = field(default_factory=dict)  # wall time per phase [s]: the integrator's, plus "output"
+    compile_time_s: float = 0.0  # before the time loop: compiling the kernels, or loading them from numba's cache
     frames_data: Optional[dict] = field(default=None, repr=False)
 
     @property
@@ -107,7 +109,7 @@ class _SignalGuard:
 def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = False,
         end: Optional[float] = None, write: bool = True, keep_frames: bool = False,
         on_step: Optional[Callable] = None, overwrite: bool = False, resume: bool = False,
-        allow_large: bool = False) -> RunSummary:
+        allow_large: bool = False, notify: Optional[Callable[[str], None]] = None) -> RunSummary:
     """Simulate ``scenario`` and write its trajectory.
 
     Parameters
@@ -135,6 +137,9 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
         Its stored scenario text must equal ``scenario.text``
         (:class:`ResumeError` otherwise).  With fixed steps the continued
         trajectory is the one an uninterrupted run computes, to the last bit.
+    notify : callable, optional
+        ``notify(text)`` when the kernels take a while to compile before the
+        time loop (the first run on a machine); the CLI prints the text.
 
     Raises
     ------
@@ -155,6 +160,7 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
     model = Model(scenario)
     integ = INTEGRATORS["generalized-alpha"](model, scenario.integrator)
     loop = _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step)
+    loop.notify = notify
     if resume:
         loop.start = _resume_point(scenario, model, integ, out)
     return loop.run()
@@ -234,6 +240,7 @@ def _first_difference(a: str, b: str) -> str:
 FRAMES_PER_CALL = 256
 BLOCK_BYTES = 32 * 1024**2
 CALL_SECONDS = 0.05
+COMPILE_NOTICE_S = 1.5  # a warm-up longer than this is numba compiling: say so
 
 
 class _Loop:
@@ -251,6 +258,8 @@ class _Loop:
         self.start = None  # set by run(resume=True): where an unfinished run stopped
         self.output_time = 0.0
         self.wall_before = 0.0
+        self.notify = None  # notify(text): tell the user something before the time loop (the CLI's stderr)
+        self.compile_s = 0.0
         self._fbuf = None  # frame buffers of the compiled multi-frame loop, made at first use
         self._fcap = self._fper = 1  # their capacity; frames per call (grown to about CALL_SECONDS)
 
@@ -274,6 +283,32 @@ class _Loop:
         return {"steps": self.integ.n_steps, "newton_iterations": self.integ.n_iterations,
                 "rejected_steps": self.controller.rejected if self.controller else 0,
                 "wall_time_s": self.wall_before + wall}
+
+    def _warm_up(self) -> float:
+        """Compile (or load from numba's cache) the kernels before the clock starts;
+        says so on stderr when that takes long (the first run on a machine)."""
+        t0 = time.perf_counter()
+        timer = None
+        if self.notify is not None:
+            timer = threading.Timer(COMPILE_NOTICE_S, self.notify,
+                                    ("compiling the numerical kernels for this machine (the first run only, "
+                                     "about a minute; numba caches them) …",))
+            timer.daemon = True
+            timer.start()
+        try:
+            sc = self.sc
+            s = self.start["state"] if self.start is not None else self.integ.initial_state()
+            # the compiled loops run fixed steps only, and not when every step is watched (on_step)
+            every = 0 if sc.time.adaptive or self.on_step is not None else \
+                step_schedule(sc.time.end, sc.time.step, sc.output.interval)[2]
+            try:
+                self.integ.warm_up(s, sc.time.step, every)
+            except Exception:  # noqa: BLE001 - the time loop meets (and reports) the same trouble
+                pass
+        finally:
+            if timer is not None:
+                timer.cancel()
+        return time.perf_counter() - t0
 
     def _frames_block(self, s, nframes):
         """Whole frames in one compiled call (:meth:`GeneralizedAlpha.advance_frames`),
@@ -381,6 +416,8 @@ class _Loop:
             with _SignalGuard(), np.errstate(all="ignore"):
                 if self.out is not None:  # inside the guard: a Ctrl-C now still leaves a clean file
                     self.writer = self._open_writer()
+                self.compile_s = self._warm_up()
+                t_start = self.t_start = time.monotonic()  # the run's wall time starts with the time loop
                 if self.start is None:
                     s = integ.initial_state()
                     self._frame(s, 0, 0.0, 0.0)
@@ -493,7 +530,7 @@ class _Loop:
         rejected = self.controller.rejected if self.controller else 0
         return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, rejected,
                           wall, self.frames, drift, rel, linear_solver=integ.solver.kind, exit_code=code,
-                          failure=failure, frames_data=data,
+                          failure=failure, frames_data=data, compile_time_s=self.compile_s,
                           timing=dict(integ.timing, output=self.output_time + self._close_time))
 
 

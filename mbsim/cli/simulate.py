@@ -15,6 +15,8 @@ if TYPE_CHECKING:
 from ._util import (EXIT_INVALID, EXIT_OK, _count, _describe, _err, _g, _isatty, _out, _plain, _positive_time,
                     _report_invalid)
 
+COMPILE_REPORT_S = 2.0  # a warm-up this long was numba compiling (loading its cache takes about 1 s)
+
 def register(sub, common, fmt) -> None:
     """Add the subcommand(s) of this module to ``sub``."""
     v = sub.add_parser("validate", parents=[common], formatter_class=fmt,
@@ -102,7 +104,8 @@ def _cmd_run(args) -> int:
     try:
         with _sigterm_as_interrupt():
             summary = driver.run(sc, out, progress=progress, end=args.end, overwrite=args.overwrite,
-                                 resume=args.resume is not None, allow_large=True)  # checked above
+                                 resume=args.resume is not None, allow_large=True,  # checked above
+                                 notify=None if args.quiet or args.json else _err)
     except driver.OutputFileError as exc:
         _err(f"{exc}" if "--overwrite" in str(exc) else f"{exc}; choose another path with -o OUT")
         return EXIT_INVALID
@@ -138,7 +141,7 @@ def summary_json(s: "driver.RunSummary", sc) -> dict:
     """
     return {"status": s.status, "message": s.message, "scenario": sc.name, "output": s.output,
             "t_end": s.t_end, "frames": s.frames, "steps": s.steps, "newton_iterations": s.newton_iterations,
-            "rejected_steps": s.rejected_steps, "wall_time_s": s.wall_time_s,
+            "rejected_steps": s.rejected_steps, "wall_time_s": s.wall_time_s, "compile_time_s": s.compile_time_s,
             "energy_drift_J": s.energy_drift_J, "energy_drift_relative": s.energy_drift_relative,
             "linear_solver": s.linear_solver, "failure": s.failure, "exit_code": s.exit_code}
 
@@ -164,7 +167,9 @@ def format_summary(s: "driver.RunSummary", sc) -> str:
         f"  steps          {s.steps} (Δt = {_g(sc.time.step)} s)",
         f"  Newton         {s.newton_iterations} iterations"
         + (f", {s.iterations_per_step:.2f} per step" if s.steps else "") + f"; {s.linear_solver}",
-        f"  wall time      {s.wall_time_s:.3g} s ({rate:.4g} steps/s)",
+        f"  wall time      {s.wall_time_s:.3g} s ({rate:.4g} steps/s)"
+        + (f"; before it {s.compile_time_s:.3g} s compiling the kernels (once: numba caches them)"
+           if s.compile_time_s >= COMPILE_REPORT_S else ""),
         f"  energy drift   {s.energy_drift_J:.3e} J ({s.energy_drift_relative:.3e} relative)",
     ]
     where = f" → {s.output}" if s.output else " (kept in memory)"

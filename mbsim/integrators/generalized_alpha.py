@@ -390,6 +390,34 @@ class GeneralizedAlpha:
         return StepResult(status, k, history[-1], "", new, history)
 
     # ------------------------------------------------------------------
+    def warm_up(self, s: State, dt: float, frame_every: int) -> None:
+        """Call every compiled kernel a run from ``s`` will use, so that numba
+        compiles them (the first run on a machine: about a minute) or loads
+        them from its cache now rather than inside the timed time loop.
+
+        One Python-driven step of ``dt`` and, when ``frame_every`` (steps
+        between frames) is not 0, empty calls of the compiled loops; the
+        integrator's counters, timings and factorization are put back as they
+        were, so the run that follows is unchanged.
+        """
+        if self.model.engine != "numba":
+            return
+        saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, dict(self.timing), self.lu,
+                 self.lu_dt)
+        try:
+            with np.errstate(all="ignore"):
+                self.step(s, dt)
+                if frame_every and self.can_advance:
+                    self.advance(s, dt, 0)
+                if frame_every and self.can_advance_frames:
+                    self.advance_frames(s, dt, 0, 0, frame_every,
+                                        frame_buffers(self.model.n_bodies, self.model.n_connectors, 1))
+        finally:
+            (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, timing, self.lu,
+             self.lu_dt) = saved
+            self.timing.clear()
+            self.timing.update(timing)
+
     @property
     def can_advance(self) -> bool:
         """Whether :meth:`advance` can take blocks of steps in compiled code (tree solver, numba)."""

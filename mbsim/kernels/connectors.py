@@ -25,20 +25,20 @@ NONE, CONSISTENT, SEED = 0, 1, 2
 _DEGENERATE_LENGTH = 1e-12
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _mv(R, Z, out):
     for i in range(3):
         out[i] = R[i, 0] * Z[0] + R[i, 1] * Z[1] + R[i, 2] * Z[2]
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _cross(a, b, out):
     out[0] = a[1] * b[2] - a[2] * b[1]
     out[1] = a[2] * b[0] - a[0] * b[2]
     out[2] = a[0] * b[1] - a[1] * b[0]
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _skew_left(z, M, out):
     """out = ẑ M."""
     for j in range(3):
@@ -47,7 +47,7 @@ def _skew_left(z, M, out):
         out[2, j] = -z[1] * M[0, j] + z[0] * M[1, j]
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _skew_right(M, z, out):
     """out = M ẑ."""
     for i in range(3):
@@ -56,7 +56,7 @@ def _skew_right(M, z, out):
         out[i, 2] = M[i, 0] * z[1] - M[i, 1] * z[0]
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _point(af, R1, Rn, r1, rn, Z, z1, zn, za, x):
     """Arm at n+1, at n, at n+α, and the point at n+α (THEORY §6)."""
     _mv(R1, Z, z1)
@@ -66,7 +66,7 @@ def _point(af, R1, Rn, r1, rn, Z, z1, zn, za, x):
         x[i] = af * r1[i] + (1.0 - af) * rn[i] + za[i]
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _pair_residual(f, zAa, zBa, res, tmp):
     """[f, z_A×f, −f, −z_B×f] into res (12,)."""
     _cross(zAa, f, tmp)
@@ -79,7 +79,7 @@ def _pair_residual(f, zAa, zBa, res, tmp):
         res[9 + i] = -tmp[i]
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, geometric, K, tmp):
     """Generic 12×12 block of THEORY §6 without a moment part, into K (12, 12).
 
@@ -108,7 +108,7 @@ def _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, geometric, K, tmp):
                 K[9 + r, 9 + c] += af * (zB1[r] * f[c] - (fzB if r == c else 0.0))
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _add_block(Ke, p, data):
     for r in range(12):
         for q in range(12):
@@ -165,7 +165,7 @@ def spring(ia, ib, ZA, ZB, k, L0, af, R1, Rn, r1, rn, mode,
                 _add_block(Ke, pos[e], data)
 
 
-@njit(inline="always")
+@njit(cache=True)
 def _damper_B(g, z1, T, w1, consistent, out, tmp):
     """Dv_pt' = g Δr − B Δθ: consistent g ẑ'T + (ω'×z')^, seed g ẑ'Tᵀ + ω̂'ẑ' (THEORY §7, §8)."""
     if consistent:

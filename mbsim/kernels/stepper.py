@@ -128,6 +128,9 @@ def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
     K = np.empty((1, 12, 12))
     nopos = np.zeros((0, 144), np.int32)
     nodata = np.zeros(0)
+    # "no tangent" as a run-time int64, not the literal 0: a literal argument would make numba
+    # compile a second specialization of every connector kernel (~15 s on the first run)
+    no_tangent = 0 * r.shape[0]
     for c in range(force.shape[0]):
         for j in range(3):
             force[c, j] = 0.0
@@ -138,7 +141,8 @@ def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
     if n:
         res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n)
         deg = np.empty(n, dtype=np.bool_)
-        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, 0, res, K, f, L, pot, deg, nopos, nodata)
+        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, no_tangent, res, K, f, L, pot, deg, nopos,
+                  nodata)
         for e in range(n):
             for j in range(3):
                 force[sp_index[e], j] = f[e, j]
@@ -147,8 +151,8 @@ def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
     n = dp_ia.shape[0]
     if n:
         res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
-        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, 0, res, K, f, L, pw,
-                  nopos, nodata)
+        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, no_tangent, res, K, f, L,
+                  pw, nopos, nodata)
         for e in range(n):
             for j in range(3):
                 force[dp_index[e], j] = f[e, j]
@@ -157,8 +161,8 @@ def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
     n = tq_ia.shape[0]
     if n:
         res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, 0, res, K, m, pw,
-                     nopos, nodata)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, no_tangent, res, K, m,
+                     pw, nopos, nodata)
         for e in range(n):
             for j in range(3):
                 moment[tq_index[e], j] = m[e, j]

@@ -303,7 +303,7 @@ def test_internal_error_keeps_the_file_and_hides_the_traceback(tmp_path, capsys,
 
     def broken(self, s, dt):
         calls.append(dt)
-        if len(calls) == 5:
+        if len(calls) == 1 + 5:  # the warm-up before the time loop takes one step, then the run's 5th
             raise ZeroDivisionError("injected fault")
         return real(self, s, dt)
 
@@ -323,6 +323,36 @@ def test_internal_error_keeps_the_file_and_hides_the_traceback(tmp_path, capsys,
     calls.clear()
     assert main(["run", str(p), "-o", str(out), "--debug", "--overwrite"]) == 4
     assert "Traceback" in capsys.readouterr().err
+
+
+def test_a_slow_start_is_announced_and_kept_out_of_the_wall_time(tmp_path, capsys, monkeypatch):
+    """Compiling the kernels (the first run on a machine) happens before the time loop: the CLI says
+    so while it lasts, and the summary reports it apart from the run's wall time."""
+    import mbsim.cli.simulate
+    import mbsim.driver
+    from mbsim.integrators.generalized_alpha import GeneralizedAlpha
+    from mbsim.scenario import load_scenario
+    real = GeneralizedAlpha.warm_up
+
+    def slow(self, *args):
+        time.sleep(0.5)  # as numba compiling would
+        return real(self, *args)
+
+    monkeypatch.setattr(GeneralizedAlpha, "warm_up", slow)
+    monkeypatch.setattr(mbsim.driver, "COMPILE_NOTICE_S", 0.05)
+    monkeypatch.setattr(mbsim.cli.simulate, "COMPILE_REPORT_S", 0.4)
+    p = write(tmp_path, HANGING)
+    assert main(["run", str(p), "-o", str(tmp_path / "slow.h5"), "--no-progress"]) == 0
+    out, err = capsys.readouterr()
+    assert "compiling the numerical kernels for this machine" in err
+    m = re.search(r"wall time +([0-9.e+-]+) s .*; before it ([0-9.]+) s compiling the kernels", out)
+    assert m, out
+    assert float(m.group(2)) >= 0.5 > float(m.group(1))
+    # the API reports it too, and --quiet says nothing
+    summary = mbsim.driver.run(load_scenario(p), write=False)
+    assert summary.compile_time_s >= 0.5 > summary.wall_time_s
+    assert main(["run", str(p), "-o", str(tmp_path / "quiet.h5"), "--quiet"]) == 0
+    assert capsys.readouterr().err == ""
 
 
 # --------------------------------------------------------------------------
