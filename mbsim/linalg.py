@@ -5,7 +5,9 @@ Three strategies, chosen once per model from its coupling graph and size:
 - **tree** — the moving bodies joined by connectors form a forest (a chain,
   a rope, a tree; any number of bodies): block LU without fill in O(N)
   (:mod:`mbsim.kernels.tree`, compiled).  Needs the compiled engine.
-- **dense** — other small systems (≤ DENSE_MAX_DOFS unknowns): LAPACK LU.
+- **dense** — other small systems (≤ DENSE_MAX_DOFS unknowns): LU with
+  partial pivoting (LAPACK in the Python step, :mod:`mbsim.kernels.dense`
+  in the compiled step loop).
 - **sparse** — other large systems: SuperLU on the CSC pattern of
   :mod:`mbsim.assembly` with a COLAMD fill-reducing ordering, computed at
   the first factorization and reused for every later one.
@@ -78,8 +80,13 @@ class LinearSolver:
         return self.strategy == "dense"
 
     @property
+    def dense_positions(self) -> np.ndarray:
+        """Dense strategy: row-major position in the n×n matrix of each entry of the storage."""
+        return self._flat
+
+    @property
     def kind(self) -> str:
-        return {"tree": "block tree LU (no fill)", "dense": "dense LU (LAPACK)",
+        return {"tree": "block tree LU (no fill)", "dense": "dense LU (partial pivoting)",
                 "sparse": "sparse LU (SuperLU, COLAMD)"}[self.strategy]
 
     def to_csc(self, data: np.ndarray) -> np.ndarray:

@@ -420,8 +420,10 @@ class GeneralizedAlpha:
 
     @property
     def can_advance(self) -> bool:
-        """Whether :meth:`advance` can take blocks of steps in compiled code (tree solver, numba)."""
-        return self.model.engine == "numba" and self.solver.strategy == "tree"
+        """Whether :meth:`advance` can take blocks of steps in compiled code (numba; the block tree
+        LU, or a dense LU for other small systems -- SuperLU stays with the Python step)."""
+        return (self.model.engine == "numba" and self.model.n_moving > 0
+                and self.solver.strategy in ("tree", "dense"))
 
     @property
     def can_advance_frames(self) -> bool:
@@ -525,7 +527,7 @@ class GeneralizedAlpha:
             "model": (nm, m.mass, m.inertia, af, p.alpha_m, p.beta, p.gamma),
             "loads": (F_alpha, M_alpha, FL, ML),
             "kinds": f["kinds"],
-            "solver": (self.assembler.body_pos, self.assembler.size, *self.solver.tree,
+            "solver": (self.assembler.body_pos, self.assembler.size, *f["structure"],
                        {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol,
                        spec.atol, CONTRACTION_LIMIT),
             "work": (f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters),
@@ -547,8 +549,13 @@ class GeneralizedAlpha:
     def _fused_arguments(self) -> dict:
         """Connector arrays for the compiled loop, and its factorization storage."""
         from ..kernels import stepper
-        return {"kinds": stepper.kind_arguments(self.model, self.assembler),
-                "lu_data": np.zeros(self.assembler.size),
+        none = np.zeros(0, np.int64)
+        if self.solver.strategy == "tree":  # (parent, order, dense positions): which LU the loop runs
+            structure, size = (*self.solver.tree, none), self.assembler.size
+        else:
+            structure, size = (none, none, self.solver.dense_positions), self.model.ndof ** 2
+        return {"kinds": stepper.kind_arguments(self.model, self.assembler), "structure": structure,
+                "lu_data": np.zeros(size),
                 "lu_piv": np.zeros((self.model.n_moving, 6), np.int64), "lu_state": np.zeros(2)}
 
     def predict(self, s: State, dt: float):

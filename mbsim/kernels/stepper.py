@@ -1,8 +1,9 @@
 """The generalized-α Newton step as one compiled loop over a block of steps.
 
 For models whose linear solve is the block tree LU (a forest of bodies,
-:mod:`mbsim.kernels.tree`), :func:`advance` takes several steps of equal size
-in one call: per step the same predictor, kinematics, residual, tangent,
+:mod:`mbsim.kernels.tree`) or a dense LU (other systems of up to
+``mbsim.linalg.DENSE_MAX_DOFS`` unknowns, :mod:`mbsim.kernels.dense`),
+:func:`advance` takes several steps of equal size in one call: per step the same predictor, kinematics, residual, tangent,
 convergence test, modified-Newton rule and energy integrals as
 :meth:`mbsim.integrators.GeneralizedAlpha._newton` — the Python code stays
 the specification and handles everything unusual (a failed step is handed
@@ -15,8 +16,7 @@ import numpy as np
 
 from . import bodies as kb
 from . import connectors as kc
-from . import njit
-from . import tree
+from . import dense, njit, tree
 
 _ROUNDOFF = 100 * np.finfo(np.float64).eps
 
@@ -184,7 +184,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
             sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
             dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
             tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-            body_pos, size, parent, order, mode, modified, max_it, rtol, atol, contraction,
+            body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, contraction,
             lu_data, lu_piv, lu_state, iterations, residuals, counters):
     """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
 
@@ -196,6 +196,8 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
     """
     n_all = r.shape[0]
     ndof = 6 * nm
+    is_dense = dense_flat.shape[0] > 0  # else the block tree LU
+    piv_flat = lu_piv.reshape(ndof)
     c_a = 1.0 / (beta * dt * dt)
     g = gamma / (beta * dt)
     krr = np.empty(nm)
@@ -295,15 +297,22 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
                           R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg)
                 fresh = True
             if fresh:
-                lu_data[:] = data
                 counters[1] += 1
-                if tree.factorize(lu_data, nm, parent, order, lu_piv) >= 0:
+                if is_dense:
+                    bad = dense.factorize(data, dense_flat, ndof, lu_data, piv_flat)
+                else:
+                    lu_data[:] = data
+                    bad = tree.factorize(lu_data, nm, parent, order, lu_piv)
+                if bad >= 0:
                     lu_state[0] = 0.0
                     break
                 lu_state[0] = 1.0
                 lu_state[1] = dt
                 have = True
-            du = tree.solve(lu_data, nm, parent, order, lu_piv, R)
+            if is_dense:
+                du = dense.solve(lu_data, ndof, piv_flat, R)
+            else:
+                du = tree.solve(lu_data, nm, parent, order, lu_piv, R)
             if not modified:
                 have = False
                 lu_state[0] = 0.0
@@ -399,7 +408,7 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, energy, nm, mass, Jb, gr
                    sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                    dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                    tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                   body_pos, size, parent, order, mode, modified, max_it, rtol, atol, contraction,
+                   body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, contraction,
                    lu_data, lu_piv, lu_state, iterations, residuals, counters,
                    scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
     """Up to ``nframes`` output frames of ``spf`` steps each: :func:`advance`
@@ -437,8 +446,8 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, energy, nm, mass, Jb, gr
                         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                        body_pos, size, parent, order, mode, modified, max_it, rtol, atol, contraction,
-                        lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1], counters)
+                        body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol,
+                        contraction, lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1], counters)
         if taken < spf:
             status[0] = taken
             return f

@@ -171,13 +171,29 @@ def test_examples_still_load_with_their_defaults():
     assert textwrap  # (imported for readability of STIFF variants)
 
 
+def ring(n):
+    """``chain(n)`` closed into a ring (the last body joined to the first): not a forest, so
+    the compiled loop solves with its dense LU."""
+    from tests.builders import damper, spring, torsional
+    from tests.unit.test_model import chain
+    sc = chain(n)
+    a, b = f"b{n - 1}", "b0"
+    pa, pb = (float(n), 0.0, 0.0), (1.0, 0.0, 0.0)
+    closing = (spring("k_ring", a, b, pa, pb, 1e3), damper("c_ring", a, b, pa, pb, 2.0),
+               torsional("t_ring", a, b, 0.5, "P1", (0, 0, 1)))
+    return dataclasses.replace(sc, connectors=sc.connectors + closing)
+
+
+@pytest.mark.parametrize("topology", ["chain", "ring"])
 @pytest.mark.parametrize("modified", [True, False])
-def test_compiled_step_loop_follows_the_python_newton_step(modified):
+def test_compiled_step_loop_follows_the_python_newton_step(modified, topology):
     """Blocks of steps in the compiled loop (mbsim.kernels.stepper) against the Python step it
     mirrors (forced by an on_step callback): the same trajectory to the Newton tolerance, the same
-    work, and the same energy integrals."""
+    work, and the same energy integrals -- with the block tree LU (a chain) and the dense LU (a ring)."""
     from tests.unit.test_model import chain
-    base = chain(6)
+    base = chain(6) if topology == "chain" else ring(6)
+    ga = GeneralizedAlpha(Model(base), base.integrator)
+    assert ga.solver.strategy == ("tree" if topology == "chain" else "dense") and ga.can_advance
     sc = dataclasses.replace(base, time=dataclasses.replace(base.time, end=0.3, step=2e-3),
                              integrator=dataclasses.replace(base.integrator, modified=modified),
                              output=dataclasses.replace(base.output, interval=0.02))
@@ -226,18 +242,27 @@ def _file_contents(path):
         return data, {k: f.attrs[k] for k in ("steps", "newton_iterations", "status")}
 
 
+# The same bodies closed into a loop a-b-c-a: not a forest, so the compiled loops use the dense LU.
+LOOP = FOREST.replace("loads:", """\
+  - {type: spring, bodies: [b, c], points: [[0.6, 0.4, -1.8], [1, 0, 0.5]], stiffness: 80}
+  - {type: damper, bodies: [c, a], points: [[1, 0, 0.5], [0.3, 0, -1]], damping: 0.3}
+loads:""")
+
+
+@pytest.mark.parametrize("text, solver", [(FOREST, "block tree LU"), (LOOP, "dense LU")], ids=["forest", "loop"])
 @pytest.mark.parametrize("seconds", [0.0, 1.0])
-def test_whole_frames_per_compiled_call_change_nothing(tmp_path, monkeypatch, seconds):
+def test_whole_frames_per_compiled_call_change_nothing(tmp_path, monkeypatch, seconds, text, solver):
     """The compiled multi-frame loop (frames written from inside it) against one compiled block per
     frame with the frame computed in Python: the same file to the last bit, one frame per call
     (CALL_SECONDS = 0) or as many as fit; the final shorter step and the frame grid included."""
     import mbsim.driver as driver
-    sc = parse_scenario(FOREST)
+    sc = parse_scenario(text)
     monkeypatch.setattr(driver, "CALL_SECONDS", seconds)
     many = run(sc, str(tmp_path / "many.h5"), keep_frames=True)
     monkeypatch.setattr(driver._Loop, "multi_frame", False)
     one = run(sc, str(tmp_path / "one.h5"), keep_frames=True)
     assert many.status == one.status == "completed"
+    assert many.linear_solver.startswith(solver)
     assert many.frames == one.frames == 102  # 0, 5 ms, …, 0.5 s and the end, 0.503 s
     a, attrs_a = _file_contents(tmp_path / "many.h5")
     b, attrs_b = _file_contents(tmp_path / "one.h5")
