@@ -14,18 +14,13 @@ from . import njit
 
 
 @njit(cache=True)
-def factorize(data, flat, n, lu, piv):
-    """LU of the matrix whose entries ``data[j]`` sit at row-major position ``flat[j]``.
+def lu_in_place(A, piv):
+    """LU of the square matrix ``A`` in place, rows interchanged as recorded in ``piv``.
 
-    ``lu`` (at least n² values) receives the factors, ``piv`` (n) the row
-    interchanges.  Returns −1, or the column with a zero pivot.
+    Returns −1, or the column with a zero pivot.  (Also the 6×6 block LU of
+    :mod:`mbsim.kernels.tree`.)
     """
-    A = lu[:n * n].reshape(n, n)
-    for i in range(n):
-        for j in range(n):
-            A[i, j] = 0.0
-    for k in range(data.shape[0]):
-        lu[flat[k]] = data[k]
+    n = A.shape[0]
     for k in range(n):
         p = k
         big = abs(A[k, k])
@@ -38,13 +33,11 @@ def factorize(data, flat, n, lu, piv):
             return k
         if p != k:
             for j in range(n):
-                t = A[k, j]
-                A[k, j] = A[p, j]
-                A[p, j] = t
+                A[k, j], A[p, j] = A[p, j], A[k, j]
         inv = 1.0 / A[k, k]
         for i in range(k + 1, n):
-            f = A[i, k] * inv
-            A[i, k] = f
+            A[i, k] *= inv
+            f = A[i, k]
             if f != 0.0:
                 for j in range(k + 1, n):
                     A[i, j] -= f * A[k, j]
@@ -52,24 +45,44 @@ def factorize(data, flat, n, lu, piv):
 
 
 @njit(cache=True)
-def solve(lu, n, piv, rhs):
-    """x with A x = rhs, from the factors of :func:`factorize`."""
-    A = lu[:n * n].reshape(n, n)
-    x = rhs.copy()
+def lu_solve_in_place(A, piv, b):
+    """Overwrite ``b`` with the solution of the system factorized by :func:`lu_in_place`."""
+    n = A.shape[0]
     for k in range(n):
         p = piv[k]
         if p != k:
-            t = x[k]
-            x[k] = x[p]
-            x[p] = t
+            b[k], b[p] = b[p], b[k]
     for i in range(n):
-        s = x[i]
+        s = b[i]
         for j in range(i):
-            s -= A[i, j] * x[j]
-        x[i] = s
+            s -= A[i, j] * b[j]
+        b[i] = s
     for i in range(n - 1, -1, -1):
-        s = x[i]
+        s = b[i]
         for j in range(i + 1, n):
-            s -= A[i, j] * x[j]
-        x[i] = s / A[i, i]
+            s -= A[i, j] * b[j]
+        b[i] = s / A[i, i]
+
+
+@njit(cache=True)
+def factorize(data, flat, n, lu, piv):
+    """LU of the matrix whose entries ``data[j]`` sit at row-major position ``flat[j]``.
+
+    ``lu`` (at least n² values) receives the factors, ``piv`` (n) the row
+    interchanges.  Returns −1, or the column with a zero pivot.
+    """
+    A = lu[:n * n].reshape(n, n)
+    for i in range(n):
+        for j in range(n):
+            A[i, j] = 0.0
+    for k in range(data.shape[0]):
+        lu[flat[k]] = data[k]
+    return lu_in_place(A, piv)
+
+
+@njit(cache=True)
+def solve(lu, n, piv, rhs):
+    """x with A x = rhs, from the factors of :func:`factorize`."""
+    x = rhs.copy()
+    lu_solve_in_place(lu[:n * n].reshape(n, n), piv, x)
     return x

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import njit
+from . import dense, njit
 
 
 def forest(nm: int, edges: np.ndarray):
@@ -87,46 +87,13 @@ def block_position(rows: np.ndarray, cols: np.ndarray, nm: int, parent: np.ndarr
 @njit(cache=True)
 def _lu6(A, piv):
     """In-place LU of a 6×6 block with partial pivoting; False if singular."""
-    for k in range(6):
-        p = k
-        big = abs(A[k, k])
-        for r in range(k + 1, 6):
-            if abs(A[r, k]) > big:
-                big = abs(A[r, k])
-                p = r
-        piv[k] = p
-        if big == 0.0:
-            return False
-        if p != k:
-            for c in range(6):
-                A[k, c], A[p, c] = A[p, c], A[k, c]
-        inv = 1.0 / A[k, k]
-        for r in range(k + 1, 6):
-            A[r, k] *= inv
-            f = A[r, k]
-            if f != 0.0:
-                for c in range(k + 1, 6):
-                    A[r, c] -= f * A[k, c]
-    return True
+    return dense.lu_in_place(A, piv) < 0
 
 
 @njit(cache=True)
 def _lu6_solve(A, piv, b):
     """Solve with the LU of _lu6, in place on the 6-vector b."""
-    for k in range(6):
-        p = piv[k]
-        if p != k:
-            b[k], b[p] = b[p], b[k]
-    for r in range(6):
-        s = b[r]
-        for c in range(r):
-            s -= A[r, c] * b[c]
-        b[r] = s
-    for r in range(5, -1, -1):
-        s = b[r]
-        for c in range(r + 1, 6):
-            s -= A[r, c] * b[c]
-        b[r] = s / A[r, r]
+    dense.lu_solve_in_place(A, piv, b)
 
 
 @njit(cache=True)
