@@ -16,6 +16,7 @@ Usage::
 
     python benchmarks/chain.py                 # N = 1, 10, 100, 1000
     python benchmarks/chain.py --n 1 10 100 --steps 200 --no-write
+    python benchmarks/chain.py --closed --n 4 10 20 100   # loops: not a forest
 
 Without ``--steps`` each N first takes a short probe run to time a step and
 then runs enough steps for about ``--seconds`` (default 4 s) of wall time,
@@ -56,7 +57,7 @@ MIN_STEPS = 20
 PROBE_STEPS = 50
 
 
-def chain_dict(n: int, steps: int) -> dict:
+def chain_dict(n: int, steps: int, closed: bool = False) -> dict:
     """The N-body chain as a scenario mapping (SCENARIO.md keys), ``steps`` steps of ``DT``.
 
     Parameters
@@ -65,6 +66,10 @@ def chain_dict(n: int, steps: int) -> dict:
         Number of moving bodies (6 n unknowns).
     steps : int
         Number of time steps; ``time.end = steps * DT``.
+    closed : bool
+        Close the chain into a loop: the last body is linked back to the first
+        (by the same three connectors, between their centres), so the coupling
+        is not a forest.
     """
     end = steps * DT
     bodies = [{"name": f"b{i}", "mass": 1.0, "inertia": [0.01, 0.02, 0.03], "position": [float(i), 0.0, 0.0]}
@@ -83,8 +88,15 @@ def chain_dict(n: int, steps: int) -> dict:
             {"name": f"torsion{i}", "type": "torsional_damper", "bodies": [prev, f"b{i}"], "damping": 1.0,
              "projection": "P1"},
         ]
+    if closed and n >= 3:
+        ends, centres = [f"b{n}", "b1"], [[float(n), 0.0, 0.0], [1.0, 0.0, 0.0]]
+        connectors += [
+            {"name": "spring-loop", "type": "spring", "bodies": ends, "points": centres, "stiffness": 1e4},
+            {"name": "damper-loop", "type": "damper", "bodies": ends, "points": centres, "damping": 10.0},
+            {"name": "torsion-loop", "type": "torsional_damper", "bodies": ends, "damping": 1.0, "projection": "P1"},
+        ]
     return {
-        "mbsim": 1, "name": f"chain-{n}", "gravity": [0.0, 0.0, -9.81],
+        "mbsim": 1, "name": f"{'loop' if closed else 'chain'}-{n}", "gravity": [0.0, 0.0, -9.81],
         "time": {"end": end, "step": DT},
         "integrator": {"rho_inf": RHO_INF},
         "output": {"interval": FRAME_EVERY * DT},
@@ -92,7 +104,7 @@ def chain_dict(n: int, steps: int) -> dict:
     }
 
 
-def run_chain(n: int, steps: int, out_dir: str | None, python_steps: bool = False):
+def run_chain(n: int, steps: int, out_dir: str | None, python_steps: bool = False, closed: bool = False):
     """Validate and run the chain; return ``(RunSummary, setup seconds)``.
 
     ``python_steps``: one Newton step at a time through the Python driver
@@ -100,7 +112,7 @@ def run_chain(n: int, steps: int, out_dir: str | None, python_steps: bool = Fals
     """
     from mbsim.integrators import GeneralizedAlpha
     t0 = time.perf_counter()
-    sc = scenario_from_dict(chain_dict(n, steps))
+    sc = scenario_from_dict(chain_dict(n, steps, closed))
     out = os.path.join(out_dir, f"chain-{n}.h5") if out_dir else None
     saved = GeneralizedAlpha.can_advance
     if python_steps:
@@ -118,7 +130,7 @@ def run_chain(n: int, steps: int, out_dir: str | None, python_steps: bool = Fals
     return summary, setup
 
 
-def frame_kernel_seconds(n: int, seconds: float = 0.2) -> float:
+def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> float:
     """Time of the frame kernel for one frame of the N-body chain, called from
     compiled code as the compiled loop calls it (:func:`mbsim.kernels.stepper.frame`;
     a call from Python would add the unboxing of its 35 arguments)."""
@@ -133,7 +145,7 @@ def frame_kernel_seconds(n: int, seconds: float = 0.2) -> float:
         for _ in range(reps):
             stepper.frame(*args)
 
-    sc = scenario_from_dict(chain_dict(n, 10))
+    sc = scenario_from_dict(chain_dict(n, 10, closed))
     model = Model(sc)
     s = GeneralizedAlpha(model, sc.integrator).initial_state()
     C = model.n_connectors
@@ -150,11 +162,11 @@ def frame_kernel_seconds(n: int, seconds: float = 0.2) -> float:
         reps *= 4
 
 
-def choose_steps(n: int, seconds: float, out_dir: str | None) -> int:
+def choose_steps(n: int, seconds: float, out_dir: str | None, closed: bool = False) -> int:
     """Steps for about ``seconds`` of time loop, from a short probe run (at least MIN_STEPS)."""
     steps = PROBE_STEPS
     while True:  # long enough that per-run costs (file creation, first calls) do not dominate
-        probe, _ = run_chain(n, steps, out_dir)
+        probe, _ = run_chain(n, steps, out_dir, closed=closed)
         if probe.wall_time_s >= 0.1 * seconds or steps >= 10**6:
             break
         steps *= 8
@@ -175,6 +187,9 @@ def main(argv=None) -> int:
                     help="do not write the HDF5 trajectory (by default it is written to a temporary "
                          "directory, then deleted)")
     ap.add_argument("--write", dest="write", action="store_true", help=argparse.SUPPRESS)  # the default
+    ap.add_argument("--closed", action="store_true",
+                    help="close each chain into a loop (the last body linked to the first): not a forest, so the "
+                         "compiled loop's dense LU up to 20 bodies, SuperLU above")
     ap.add_argument("--profile", action="store_true",
                     help="also print where the time of a Newton iteration goes, per phase")
     args = ap.parse_args(argv)
@@ -185,7 +200,8 @@ def main(argv=None) -> int:
 
     print(f"mbsim {mbsim.__version__}, numpy {np.__version__}, scipy {scipy.__version__}, "
           f"Python {platform.python_version()} on {platform.machine()} ({os.cpu_count()} CPUs)")
-    print(f"chain: dt = {DT:g} s, rho_inf = {RHO_INF}, a frame every {FRAME_EVERY} steps, "
+    print(f"{'closed chain (loop)' if args.closed else 'chain'}: dt = {DT:g} s, rho_inf = {RHO_INF}, "
+          f"a frame every {FRAME_EVERY} steps, "
           f"{'writing HDF5' if args.write else 'no file written'}")
     header = (f"{'N':>6} {'unknowns':>9}  {'linear solver':<28} {'steps':>6} {'setup s':>8} {'wall s':>8} "
               f"{'steps/s':>9} {'it/step':>8}")
@@ -197,14 +213,14 @@ def main(argv=None) -> int:
         for python_steps in (False, True):  # load the compiled kernels of both paths before timing
             run_chain(2, PROBE_STEPS, None, python_steps=python_steps)
         for n in args.n:
-            steps = args.steps if args.steps is not None else choose_steps(n, args.seconds, out_dir)
-            s, setup = run_chain(n, steps, out_dir)
+            steps = args.steps if args.steps is not None else choose_steps(n, args.seconds, out_dir, args.closed)
+            s, setup = run_chain(n, steps, out_dir, closed=args.closed)
             rate = s.steps / s.wall_time_s if s.wall_time_s > 0 else float("inf")
             print(f"{n:>6} {6 * n:>9}  {s.linear_solver:<28} {s.steps:>6} {setup:>8.3f} {s.wall_time_s:>8.3f} "
                   f"{rate:>9.1f} {s.iterations_per_step:>8.2f}", flush=True)
             if args.profile:
-                profiles.append((n, s, run_chain(n, max(MIN_STEPS, steps // 4), out_dir, python_steps=True)[0],
-                                 frame_kernel_seconds(n)))
+                python = run_chain(n, max(MIN_STEPS, steps // 4), out_dir, python_steps=True, closed=args.closed)[0]
+                profiles.append((n, s, python, frame_kernel_seconds(n, closed=args.closed)))
     if args.profile:
         print_profile(profiles)
     return 0

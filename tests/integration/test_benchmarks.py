@@ -29,3 +29,10 @@ def test_chain_benchmark_writes_and_profiles():
     assert r.returncode == 0, r.stderr
     assert "writing HDF5" in r.stdout
     assert re.search(r"^\s*2\s+12\s+\D", r.stdout, re.M), r.stdout
+
+
+def test_closed_chain_benchmark_is_not_a_forest():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "chain.py"), "--closed", "--n", "4", "--steps", "5",
+                        "--no-write"], capture_output=True, text=True, timeout=120, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^\s*4\s+24\s+dense LU", r.stdout, re.M), r.stdout
