@@ -317,7 +317,7 @@ class _Loop:
         integ, ctl, step = self.integ, self.controller, self.sc.time.step
         if self._fbuf is None:
             B, C = self.model.n_bodies, self.model.n_connectors
-            row = 8 * (19 * B + 7 * C + 16)  # bytes per frame in the buffers
+            row = resources.frame_bytes(B, C)  # bytes per frame in the buffers
             loads = 8 * 12 * self.model.n_all * ctl.every  # bytes of loads per frame
             self._fcap = int(max(1, min(FRAMES_PER_CALL, BLOCK_BYTES // row, BLOCK_BYTES // loads)))
             self._fbuf = frame_buffers(B, C, self._fcap)
@@ -435,15 +435,13 @@ class _Loop:
                 # blocks of fixed steps between frames run in one compiled loop when possible
                 blocks = (not ctl.adaptive and self.on_step is None and getattr(integ, "can_advance", False))
                 python_next = False  # redo a step the compiled loop handed back, in Python
-                frames_blocks = blocks and getattr(integ, "can_advance_frames", False) and self.multi_frame
+                frames_blocks = blocks and self.multi_frame
                 while not ctl.done(s.t):
                     nf = ctl.full_frames_ahead() if frames_blocks and not python_next else 0
                     if nf:
                         s, python_next = self._frames_block(s, nf)
                         k = ctl.k
-                        if bar is not None and time.monotonic() - last_bar > 0.1:
-                            last_bar = time.monotonic()
-                            _bar_update(bar, s.t, integ, last_bar - t_start, ctl)
+                        last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                         continue
                     n = ctl.full_steps_to_frame() if blocks and not python_next else 0
                     if n:
@@ -457,9 +455,7 @@ class _Loop:
                             if ctl.is_frame(ctl.k):
                                 self._frame(s, int(its[-1]), float(res_norms[-1]), sc.time.step)
                         python_next = taken < n
-                        if bar is not None and time.monotonic() - last_bar > 0.1:
-                            last_bar = time.monotonic()
-                            _bar_update(bar, s.t, integ, last_bar - t_start, ctl)
+                        last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                         continue
                     python_next = False
                     t_target, is_frame = ctl.target(s.t)
@@ -492,9 +488,7 @@ class _Loop:
                         # a fresh tangent after every stored frame: the steps that follow depend only
                         # on that frame, so a run resumed from it repeats them to the last bit
                         integ.lu = None
-                    if bar is not None and time.monotonic() - last_bar > 0.1:
-                        last_bar = time.monotonic()
-                        _bar_update(bar, s.t, integ, last_bar - t_start, ctl)
+                    last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                 if status == "completed":
                     message = (f"completed: {integ.n_steps} steps ({ctl.rejected} rejected), "
                                f"{integ.n_iterations} Newton iterations, t = {s.t:.9g} s")
@@ -561,6 +555,15 @@ def _progress_bar(sc):
     return tqdm(total=sc.time.end, unit="s", unit_scale=False, file=sys.stderr, leave=True,
                 desc=sc.name[:24], bar_format="{desc}: {percentage:3.0f}%|{bar}| t={n:.4g}/{total:.4g} s "
                                               "[{elapsed}<{remaining}{postfix}]")
+
+
+def _tick(bar, last: float, t, integ, t_start: float, ctl) -> float:
+    """Refresh the progress bar if it has not been for 0.1 s; returns when it last was."""
+    now = time.monotonic()
+    if bar is None or now - last <= 0.1:
+        return last
+    _bar_update(bar, t, integ, now - t_start, ctl)
+    return now
 
 
 def _bar_update(bar, t, integ, wall, ctl):

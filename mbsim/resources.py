@@ -24,6 +24,12 @@ BYTES_PER_CONNECTOR = 12 * 1024
 BYTES_PER_BODY = 8 * 1024
 
 
+def frame_bytes(n_bodies: int, n_connectors: int) -> int:
+    """Bytes of one stored frame: the OUTPUT.md per-frame datasets, 19 values per body,
+    7 per connector and 16 others (time, energies, momenta, solver data; rounded up)."""
+    return 8 * (19 * n_bodies + 7 * n_connectors + 16)
+
+
 class ResourceError(Exception):
     """The run would need more than is sensible; the message gives the estimate."""
 
@@ -48,7 +54,7 @@ def estimate(scenario, end: float | None = None) -> Estimate:
         steps = n_full + (1 if last else 0)
         frames = 1 + n_full // every + (1 if (n_full % every or last) else 0)
     B, C = len(scenario.bodies), len(scenario.connectors)
-    per_frame = 8 * (19 * B + 7 * C + 16)  # OUTPUT.md per-frame datasets
+    per_frame = frame_bytes(B, C)
     output = 64 * 1024 + len(scenario.text) + 64 * (B + C) + frames * per_frame
     memory = 64 * 1024**2 + BYTES_PER_CONNECTOR * C + BYTES_PER_BODY * B
     return Estimate(steps, frames, int(min(output, 2**62)), int(memory))

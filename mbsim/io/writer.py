@@ -20,6 +20,7 @@ import h5py
 import numpy as np
 
 from .. import __version__
+from ..resources import frame_bytes
 
 FORMAT = "mbsim-trajectory"
 FORMAT_VERSION = 1
@@ -125,7 +126,7 @@ class TrajectoryWriter:
         if flush_frames is None:
             B = len(scenario.bodies) if scenario is not None else 0
             C = len(scenario.connectors) if scenario is not None else 0
-            flush_frames = FLUSH_BYTES // (8 * (19 * B + 7 * C + 16))
+            flush_frames = FLUSH_BYTES // frame_bytes(B, C)
         self.flush_frames = max(1, int(flush_frames))
         self.flush_seconds = flush_seconds
         self.counters = counters
@@ -187,12 +188,16 @@ class TrajectoryWriter:
         return cls(path, None, {}, flush_frames, flush_seconds, counters, _file=f, _frames=T)
 
     # ------------------------------------------------------------------
-    def append(self, frame: dict, iterations: int, residual_norm: float, step: float):
-        """Buffer one frame (see :func:`mbsim.diagnostics.frame_quantities`)."""
-        if self._arr is None:  # one preallocated block per dataset: a row write per frame
+    def _buffers(self) -> dict:
+        """The preallocated block of ``flush_frames`` rows per dataset, made at the first frame."""
+        if self._arr is None:
             self._arr = {k: np.empty((self.flush_frames,) + self.f[k].shape[1:], dtype=self.f[k].dtype)
                          for k in FRAME_DATASETS}
-        i, arr = self._n, self._arr
+        return self._arr
+
+    def append(self, frame: dict, iterations: int, residual_norm: float, step: float):
+        """Buffer one frame (see :func:`mbsim.diagnostics.frame_quantities`)."""
+        i, arr = self._n, self._buffers()
         for k, v in frame.items():
             arr[k][i] = v
         arr["solver/iterations"][i] = iterations
@@ -205,15 +210,13 @@ class TrajectoryWriter:
     def append_block(self, frames: dict, iterations, residual_norms, steps):
         """Buffer ``m`` frames at once: ``frames`` maps the same keys as :meth:`append`
         to arrays with a leading axis of length ``m`` (as do the three solver arrays)."""
-        if self._arr is None:
-            self._arr = {k: np.empty((self.flush_frames,) + self.f[k].shape[1:], dtype=self.f[k].dtype)
-                         for k in FRAME_DATASETS}
+        arr = self._buffers()
         frames = dict(frames, **{"solver/iterations": iterations, "solver/residual_norm": residual_norms,
                                  "solver/step": steps})
         m = len(frames["time"])
         j = 0
         while j < m:
-            i, arr = self._n, self._arr
+            i = self._n
             n = min(m - j, self.flush_frames - i)
             for k, v in frames.items():
                 arr[k][i:i + n] = v[j:j + n]
