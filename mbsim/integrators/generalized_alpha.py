@@ -409,7 +409,6 @@ class GeneralizedAlpha:
                 self.step(s, dt)
                 if frame_every and self.can_advance:
                     self.advance(s, dt, 0)
-                if frame_every and self.can_advance_frames:
                     self.advance_frames(s, dt, 0, 0, frame_every,
                                         frame_buffers(self.model.n_bodies, self.model.n_connectors, 1))
         finally:
@@ -420,15 +419,11 @@ class GeneralizedAlpha:
 
     @property
     def can_advance(self) -> bool:
-        """Whether :meth:`advance` can take blocks of steps in compiled code (numba; the block tree
-        LU, or a dense LU for other small systems -- SuperLU stays with the Python step)."""
+        """Whether :meth:`advance` and :meth:`advance_frames` can take blocks of steps in compiled
+        code (numba; the block tree LU, or a dense LU for other small systems -- SuperLU stays
+        with the Python step)."""
         return (self.model.engine == "numba" and self.model.n_moving > 0
                 and self.solver.strategy in ("tree", "dense"))
-
-    @property
-    def can_advance_frames(self) -> bool:
-        """Whether :meth:`advance_frames` can take whole output frames in compiled code."""
-        return self.can_advance
 
     def advance(self, s: State, dt: float, nsteps: int):
         """Up to ``nsteps`` steps of size ``dt`` in one compiled loop (:mod:`mbsim.kernels.stepper`).
@@ -488,8 +483,8 @@ class GeneralizedAlpha:
         status = np.zeros(2, np.int64)
         o = self.model.order
         frames = stepper.advance_frames(
-            nframes, spf, dt, *b["state"], b["model"][0], b["model"][1], b["model"][2], self.model.gravity,
-            *b["model"][3:], *b["loads"], *b["kinds"], *b["solver"], *b["work"],
+            nframes, spf, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["kinds"], *b["solver"],
+            *b["work"],
             o if o.dtype == np.int64 else o.astype(np.int64),
             *(buffers[k] for k in FRAME_BUFFER_KEYS), status)
         steps = frames * spf + (int(status[0]) if status[1] != 1 else 0)

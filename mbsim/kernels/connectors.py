@@ -118,6 +118,20 @@ def _add_block(Ke, p, data):
 
 
 @njit(cache=True)
+def _block(K, e, pos):
+    """Where instance ``e`` builds its 12×12 tangent: the one scratch block when the blocks
+    go straight into the solver storage (``pos`` given), else its own block of ``K``."""
+    return K[0] if pos.shape[0] > 0 else K[e]
+
+
+@njit(cache=True)
+def _deliver(Ke, e, pos, data):
+    """Add the block of instance ``e`` into the solver storage when ``pos`` is given."""
+    if pos.shape[0] > 0:
+        _add_block(Ke, pos[e], data)
+
+
+@njit(cache=True)
 def spring(ia, ib, ZA, ZB, k, L0, af, R1, Rn, r1, rn, mode,
            res, K, force, length, potential, degenerate, pos, data):
     """Spring ``f = k (1 − L0/L) c`` (THEORY §7); fills the output arrays in place."""
@@ -158,11 +172,9 @@ def spring(ia, ib, ZA, ZB, k, L0, af, R1, Rn, r1, rn, mode,
             for r in range(3):
                 for q in range(3):
                     F[3, r, q] = -F[3, r, q]
-            direct = pos.shape[0] > 0
-            Ke = K[0] if direct else K[e]
+            Ke = _block(K, e, pos)
             _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, mode == CONSISTENT, Ke, T3)
-            if direct:
-                _add_block(Ke, pos[e], data)
+            _deliver(Ke, e, pos, data)
 
 
 @njit(cache=True)
@@ -233,11 +245,9 @@ def damper(ia, ib, ZA, ZB, cd, af, g, R1, Rn, r1, rn, v1, vn, w1, wn, T, mode,
                 for q in range(3):
                     F[1, r, q] *= cd[e]
                     F[3, r, q] *= -cd[e]
-            direct = pos.shape[0] > 0
-            Ke = K[0] if direct else K[e]
+            Ke = _block(K, e, pos)
             _pair_tangent(af, F, zAa, zBa, zA1, zB1, f, mode == CONSISTENT, Ke, M3)
-            if direct:
-                _add_block(Ke, pos[e], data)
+            _deliver(Ke, e, pos, data)
 
 
 @njit(cache=True)
@@ -297,8 +307,7 @@ def torsional(ia, ib, E, chi, c0, c1, af, g, R1, Rn, w1, wn, T, Omega, mode,
                             sb += P[r, j] * T[b, q, j]
                         MA[r, q] = chi[e] * (W[r, q] - g * sa)
                         MB[r, q] = chi[e] * g * sb
-            direct = pos.shape[0] > 0
-            Ke = K[0] if direct else K[e]
+            Ke = _block(K, e, pos)
             for r in range(12):
                 for q in range(12):
                     Ke[r, q] = 0.0
@@ -308,5 +317,4 @@ def torsional(ia, ib, E, chi, c0, c1, af, g, R1, Rn, w1, wn, T, Omega, mode,
                     Ke[3 + r, 9 + q] = -af * MB[r, q]
                     Ke[9 + r, 3 + q] = af * MA[r, q]
                     Ke[9 + r, 9 + q] = af * MB[r, q]
-            if direct:
-                _add_block(Ke, pos[e], data)
+            _deliver(Ke, e, pos, data)

@@ -3,8 +3,9 @@
 For models whose linear solve is the block tree LU (a forest of bodies,
 :mod:`mbsim.kernels.tree`) or a dense LU (other systems of up to
 ``mbsim.linalg.DENSE_MAX_DOFS`` unknowns, :mod:`mbsim.kernels.dense`),
-:func:`advance` takes several steps of equal size in one call: per step the same predictor, kinematics, residual, tangent,
-convergence test, modified-Newton rule and energy integrals as
+:func:`advance` takes several steps of equal size in one call: per step
+the same predictor, kinematics, residual, tangent, convergence test,
+modified-Newton rule and energy integrals as
 :meth:`mbsim.integrators.GeneralizedAlpha._newton` — the Python code stays
 the specification and handles everything unusual (a failed step is handed
 back and redone there, with its diagnosis).  What this saves is the Python
@@ -118,6 +119,15 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, s_r, s_q, s_v, s_a, s
 
 
 @njit(cache=True)
+def _to_scenario_order(index, f, L, force, length):
+    """force/length of the instances of one kind into the rows of their scenario positions."""
+    for e in range(index.shape[0]):
+        for j in range(3):
+            force[index[e], j] = f[e, j]
+        length[index[e]] = L[e]
+
+
+@njit(cache=True)
 def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
                   dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
                   force, moment, length, R):
@@ -143,26 +153,22 @@ def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
         deg = np.empty(n, dtype=np.bool_)
         kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, no_tangent, res, K, f, L, pot, deg, nopos,
                   nodata)
+        _to_scenario_order(sp_index, f, L, force, length)
         for e in range(n):
-            for j in range(3):
-                force[sp_index[e], j] = f[e, j]
-            length[sp_index[e]] = L[e]
             energy += pot[e]
     n = dp_ia.shape[0]
     if n:
         res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
         kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, no_tangent, res, K, f, L,
                   pw, nopos, nodata)
+        _to_scenario_order(dp_index, f, L, force, length)
         for e in range(n):
-            for j in range(3):
-                force[dp_index[e], j] = f[e, j]
-            length[dp_index[e]] = L[e]
             power += pw[e]
     n = tq_ia.shape[0]
     if n:
         res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, no_tangent, res, K, m,
-                     pw, nopos, nodata)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, no_tangent, res,
+                     K, m, pw, nopos, nodata)
         for e in range(n):
             for j in range(3):
                 moment[tq_index[e], j] = m[e, j]
@@ -403,7 +409,7 @@ def _all_finite(x):
 
 
 @njit(cache=True)
-def advance_frames(nframes, spf, dt, r, q, v, a, w, al, energy, nm, mass, Jb, gravity, af, am, beta, gamma,
+def advance_frames(nframes, spf, dt, r, q, v, a, w, al, energy, gravity, nm, mass, Jb, af, am, beta, gamma,
                    F_alpha, M_alpha, FL1, ML1,
                    sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                    dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
