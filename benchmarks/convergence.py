@@ -80,12 +80,12 @@ class FEBioInertia(GeneralizedAlpha):
 
     name = "generalized-alpha-febio"
 
-    def evaluate(self, ctx, r1, q1, tangent=None):
-        it = super().evaluate(ctx, r1, q1, tangent)
+    def evaluate(self, ctx, d, th, tangent=None):
+        it = super().evaluate(ctx, d, th, tangent)
         nm = self.model.n_moving
         af, am = self.params.alpha_f, self.params.alpha_m
         Jb = self.model.inertia[:nm]
-        R1, Rn = quat_to_matrix(q1[:nm]), ctx.Rn[:nm]
+        R1, Rn = quat_to_matrix(it.q1[:nm]), ctx.Rn[:nm]
         w1, al1, wn, aln = it.w1[:nm], it.al1[:nm], ctx.s.w[:nm], ctx.s.al[:nm]
 
         # mbsim's term, as GeneralizedAlpha.evaluate forms it (THEORY §5)

@@ -330,6 +330,8 @@ class _Loop:
             self._fper = int(max(1, min(self._fcap, CALL_SECONDS / per if per > 0 else self._fcap)))
         ctl.k += steps
         s = replace(new, t=ctl.k * step)
+        if ctl.is_frame(ctl.k):
+            s = integ.restart(s)  # as after every frame of the Python loop
         if done:
             ends = np.arange(1, done + 1) * ctl.every - 1  # last step of each frame
             self._frames(done, (k0 + ends + 1) * step, its[ends], res[ends], step)
@@ -454,6 +456,7 @@ class _Loop:
                             s = replace(new, t=ctl.k * sc.time.step)
                             if ctl.is_frame(ctl.k):
                                 self._frame(s, int(its[-1]), float(res_norms[-1]), sc.time.step)
+                                s = integ.restart(s)
                         python_next = taken < n
                         last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                         continue
@@ -485,9 +488,9 @@ class _Loop:
                     ctl.accepted(res)
                     if is_frame:
                         self._frame(s, res.iterations, res.residual_norm, dt)
-                        # a fresh tangent after every stored frame: the steps that follow depend only
-                        # on that frame, so a run resumed from it repeats them to the last bit
-                        integ.lu = None
+                        # the steps that follow depend only on that frame (no predictor history, a
+                        # fresh tangent), so a run resumed from it repeats them to the last bit
+                        s = integ.restart(s)
                     last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                 if status == "completed":
                     message = (f"completed: {integ.n_steps} steps ({ctl.rejected} rejected), "

@@ -6,22 +6,46 @@ trouble: :meth:`GeneralizedAlpha.step` returns a :class:`StepResult` whose
 ``status`` says what happened, and the driver decides (stop, or later cut
 the step).
 
-Newton convergence test (documented for users in the README): after each
-correction Δu_k the residual R_k of the new iterate is evaluated and the
-step is converged when both
+Unknowns.  Each moving body's unknowns are the step's increments
+themselves: the translation ``d = r' − r_n`` and the Cayley step vector
+``θ = cayvec(Λ'Λ_nᵀ)`` (THEORY §4), not the absolute position and
+orientation.  ``r' = r_n + d`` and ``Λ' = cay(θ)Λ_n`` are formed for the
+forces, while a', v', ω', α' are computed from d and θ directly, so the
+factor 1/(βΔt²) never multiplies the cancellation ``r' − r_n``.  A Newton
+correction (Δr, Δθ) is the spatial one of THEORY §1: ``d ← d + Δr`` and
+``θ ← cayvec(cay(Δθ)cay(θ))`` (the exact composition, ``(Δθ + θ + ½Δθ×θ) /
+(1 − ¼Δθ·θ)``), so the tangent K = −∂R/∂u is unchanged.
 
-    ‖R_k‖₂  ≤ atol + rtol · ‖Q_k‖₂       (Q: entry-wise sum of |terms| summed into R —
-                                           inertia, external and connector forces)
-    ‖Δu_k‖₂ ≤ atol + rtol · ‖u_{n+1} − u_n‖₂   (u: [r, θ] of all moving bodies)
+Newton stopping test (documented for users in docs/newton.md).  Every
+iteration k ≥ 1 evaluates the residual R_k at the iterate u_k and solves
+for the next correction Δu_k = K⁻¹R_k with the factorization in use.  With
+the contraction rate ρ_k = ‖Δu_k‖/‖Δu_{k−1}‖, the distance from u_k to the
+solution of the step is at most ‖Δu_k‖/(1 − ρ_k) (a contraction's
+a-posteriori bound), and u_k -- whose residual was evaluated -- is accepted
+when that bound is within tolerance, body by body and kind by kind:
 
-hold, each plus a round-off floor (100 ε times the magnitudes that cancel
-in it, see ``_ROUNDOFF``) so that a tolerance tighter than the arithmetic
-allows does not fail steps that are converged to machine precision.  Q is the size of the forces being balanced, so the test is
-relative where forces are large and falls back to ``atol`` where they vanish.
-A step fails when the iteration limit is reached, when R or Δu is not
-finite, when the residual has grown in 3 consecutive iterations or exceeds
-1e8 times its initial value, when the tangent is singular, or when a
-connector is degenerate (a spring with L0 > 0 collapsed to L = 0).
+    translation: |e| ≤ min(tol(r'), tol(v')/g, tol(a')/c_a)         [m]
+    rotation:    |e| ≤ min(tol(1 rad), tol(ω')/G, tol(α')/C)         [rad]
+    tol(x) = atol + rtol·|x|,  g = γ/(βΔt),  c_a = 1/(βΔt²),
+    G = g·t + |ω'|,  C = c_a·t + |α'|,  t = 1 + |θ|/2 + |θ|²/4 ≥ ‖T(θ)‖
+
+because an error e of the unknowns is an error e, g·e and c_a·e of the
+position, velocity and acceleration written (Dv' = gΔr, Da' = c_aΔr;
+|Dω'| ≤ G|Δθ|, |Dα'| ≤ C|Δθ|, THEORY §4).  The acceleration bound is the
+one that matters at small steps: an acceleration error δa held over the
+run moves velocities by about t·δa whatever Δt, where a bound on the
+increments alone would let velocities drift as 1/Δt.  An iterate whose
+residual rows are all within :data:`ROUNDOFF_FACTOR`·ε of the magnitudes
+that cancel in them (see :meth:`GeneralizedAlpha._tolerances`) is
+converged as well: it cannot be told from the solution in floating point.
+
+Modified Newton keeps a factorization while ρ ≤ :data:`CONTRACTION_LIMIT`
+and refreshes it at the current iterate otherwise (the bound is then
+taken from two corrections of the new factorization).  A step fails when
+the iteration limit is reached, when R or Δu is not finite, when the
+residual has grown in 3 consecutive iterations or exceeds 1e8 times its
+initial value, when the tangent is singular, or when a connector is
+degenerate (a spring with L0 > 0 collapsed to L = 0).
 """
 from __future__ import annotations
 
@@ -36,18 +60,19 @@ from ..assembly import Assembler
 from ..linalg import LinearSolver, SingularMatrix
 from ..model.kinematics import Kinematics
 from ..model.model import Model
-from ..model.rotations import (cay, cay_quat, cayvec_quat, cross, matvec, quat_conj, quat_mul,
+from ..model.rotations import (cay, cay_compose, cay_quat, cayvec_quat, cross, matvec, quat_conj, quat_mul,
                                quat_normalize, quat_to_matrix, skew, tmat, tmatvec)
 from ..scenario.spec import IntegratorSpec
 
 
-# The residual cannot be computed more accurately than the round-off in its
-# largest terms: the inertia m/(βΔt²)·(r' − r_n) cancels digits of r (and J/(βΔt²)
-# those of the rotation).  Tolerances below that floor are unreachable, so the
-# test adds 100·ε times those magnitudes (and 100·ε·|r| to the increment test).
-_ROUNDOFF = 100 * np.finfo(float).eps
+# Round-off floor of the stopping test: an iterate whose residual rows are within
+# ROUNDOFF_FACTOR·ε of the magnitudes that cancel in them (the forces summed into the row
+# and the inertia of the terms that form the new accelerations) is converged to machine
+# precision (see GeneralizedAlpha._tolerances).
+ROUNDOFF_FACTOR = 16.0
+_EPS = float(np.finfo(float).eps)
 
-# Modified Newton keeps a factorization while each residual is at most this
+# Modified Newton keeps a factorization while each correction is at most this
 # fraction of the one before; a slower contraction means the tangent has
 # drifted too far, and it is recomputed at the current iterate.
 CONTRACTION_LIMIT = 0.05
@@ -92,7 +117,10 @@ class State:
 
     ``dissipated`` and ``external_work`` are the energy integrals of THEORY §9
     since t = 0; ``power_diss``/``power_ext`` the rates at this state (for the
-    trapezoidal rule of the next step).
+    trapezoidal rule of the next step).  ``a_prev``/``al_prev`` are the
+    accelerations one step earlier and ``dt_prev`` that step's size: only the
+    Newton predictor reads them (:meth:`GeneralizedAlpha.predict`), and
+    :meth:`GeneralizedAlpha.restart` drops them.
     """
 
     t: float
@@ -106,6 +134,9 @@ class State:
     external_work: float = 0.0
     power_diss: float = 0.0
     power_ext: float = 0.0
+    a_prev: Optional[np.ndarray] = None
+    al_prev: Optional[np.ndarray] = None
+    dt_prev: float = 0.0
 
     def kinematics(self) -> Kinematics:
         return Kinematics.at_state(self.r, self.q, self.v, self.w)
@@ -158,6 +189,9 @@ class GeneralizedAlpha:
         self.n_assemblies = 0
         self.lu = None  # the factorization in use (modified Newton keeps it across iterations and steps)
         self.lu_dt = None
+        # largest principal moment of inertia of each moving body (the rotational rows of _tolerances)
+        self._j_max = (np.linalg.eigvalsh(model.inertia[:model.n_moving])[:, -1] if model.n_moving
+                       else np.zeros(0))
         self._fused = None  # arguments of the compiled step loop, built at its first use
         # wall time per phase of the Newton iteration [s] (benchmarks/chain.py --profile)
         self.timing = {k: 0.0 for k in ("bodies", "elements", "assembly", "factorization", "solve", "energy")}
@@ -199,37 +233,44 @@ class GeneralizedAlpha:
             a_pred=-s.v / (beta * dt) + (1 - 0.5 / beta) * s.a,
             w_pred=(1 - gamma / beta) * s.w + dt * (1 - 0.5 * gamma / beta) * s.al,
             al_pred=-s.w / (beta * dt) + (1 - 0.5 / beta) * s.al,
-            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3),
-            r_floor=_ROUNDOFF * c_a * float(np.sqrt(np.sum((m.mass[:nm, None] * (np.abs(s.r[:nm]) + 1.0)) ** 2)
-                                                      + np.sum(np.trace(Jb, axis1=1, axis2=2) ** 2))),
-            u_floor=_ROUNDOFF * float(np.sqrt(np.sum((np.abs(s.r[:nm]) + 1.0) ** 2) + 3 * nm)))
+            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3))
 
-    def evaluate(self, ctx: "_StepContext", r1: np.ndarray, q1: np.ndarray,
+    def evaluate(self, ctx: "_StepContext", d: np.ndarray, th: np.ndarray,
                  tangent: Optional[str] = None) -> "_Iterate":
-        """Residual (and tangent data if ``tangent``) at the iterate ``(r1, q1)`` (THEORY §4–7)."""
+        """Residual (and tangent data if ``tangent``) at the iterate with increments ``(d, th)``
+        (THEORY §4–7; see :meth:`predict` for what they are)."""
         self.n_assemblies += 1
         if self.model.engine == "numba":
-            return self._evaluate_compiled(ctx, r1, q1, tangent)
-        return self._evaluate_numpy(ctx, r1, q1, tangent)
+            return self._evaluate_compiled(ctx, d, th, tangent)
+        return self._evaluate_numpy(ctx, d, th, tangent)
 
-    def _evaluate_numpy(self, ctx, r1, q1, tangent):
+    def kinematics(self, ctx: "_StepContext", d: np.ndarray, th: np.ndarray) -> dict:
+        """r', q' (unit quaternions), Λ', T(θ), cay(θ), a', v', ω', α' of the iterate ``(d, th)``
+        for every body (THEORY §4); fixed bodies (d = θ = 0) keep their state exactly."""
+        s, p, nm = ctx.s, self.params, self.model.n_moving
+        r1, q1 = s.r.copy(), s.q.copy()
+        r1[:nm] += d[:nm]
+        turned = np.any(th[:nm] != 0.0, axis=1)  # θ = 0 exactly: Λ' = Λ_n to the last bit
+        half = np.concatenate((np.ones((int(turned.sum()), 1)), 0.5 * th[:nm][turned]), axis=1)  # (1, θ/2)
+        q1[:nm][turned] = quat_normalize(quat_mul(half, s.q[:nm][turned]))
+        C = cay(th)
+        a1 = ctx.c_a * d + ctx.a_pred
+        return {"r1": r1, "q1": q1, "R1": quat_to_matrix(q1), "T": tmat(th), "C": C, "a1": a1,
+                "v1": s.v + ctx.dt * ((1 - p.gamma) * s.a + p.gamma * a1),
+                "w1": matvec(C, ctx.g * th + ctx.w_pred), "al1": matvec(C, ctx.c_a * th + ctx.al_pred)}
+
+    def _evaluate_numpy(self, ctx, d, th, tangent):
         """The batched numpy path: readable, and the reference for the compiled one."""
         m, p, clock = self.model, self.params, self.clock
         nm = m.n_moving
-        af, am, gamma = p.alpha_f, p.alpha_m, p.gamma
-        s, dt, g, c_a, Rn = ctx.s, ctx.dt, ctx.g, ctx.c_a, ctx.Rn
+        af, am = p.alpha_f, p.alpha_m
+        s, g, c_a, Rn = ctx.s, ctx.g, ctx.c_a, ctx.Rn
         Jb, mass = m.inertia[:nm], m.mass[:nm]
 
         t0 = clock()
-        R1 = quat_to_matrix(q1)
-        theta = cayvec_quat(quat_mul(q1, ctx.qn_conj))
-        C = cay(theta)
-        T = tmat(theta)
-        a1 = c_a * (r1 - s.r) + ctx.a_pred
-        v1 = s.v + dt * ((1 - gamma) * s.a + gamma * a1)
-        w1 = matvec(C, g * theta + ctx.w_pred)
-        al1 = matvec(C, c_a * theta + ctx.al_pred)
-        kin = Kinematics.of_step(af, g, R1, Rn, r1, s.r, v1, s.v, w1, s.w, T)
+        k = self.kinematics(ctx, d, th)
+        R1, T, a1, v1, w1, al1 = k["R1"], k["T"], k["a1"], k["v1"], k["w1"], k["al1"]
+        kin = Kinematics.of_step(af, g, R1, Rn, k["r1"], s.r, v1, s.v, w1, s.w, T)
 
         # body residual (THEORY §5)
         inert_r = mass[:, None] * (am * a1[:nm] + (1 - am) * s.a[:nm])
@@ -257,9 +298,10 @@ class GeneralizedAlpha:
         self.timing["bodies"] += t1 - t0
         self.timing["elements"] += t2 - t1
         self.timing["assembly"] += clock() - t2
-        return _Iterate(R=R, Q=Q, data=data, evals=evals, theta=theta, a1=a1, v1=v1, w1=w1, al1=al1)
+        return _Iterate(R=R, Q=Q, data=data, evals=evals, d=d, theta=th, r1=k["r1"], q1=k["q1"], a1=a1, v1=v1,
+                        w1=w1, al1=al1)
 
-    def _evaluate_compiled(self, ctx, r1, q1, tangent):
+    def _evaluate_compiled(self, ctx, d, th, tangent):
         """The same quantities from the compiled kernels (:mod:`mbsim.kernels`)."""
         from ..kernels import bodies as kb
         m, p, clock, asm = self.model, self.params, self.clock, self.assembler
@@ -267,9 +309,10 @@ class GeneralizedAlpha:
         s = ctx.s
         t0 = clock()
         R1, T, Om = np.empty((n, 3, 3)), np.empty((n, 3, 3)), np.empty((n, 3, 3))
-        theta, v1, a1, w1, al1 = (np.empty((n, 3)) for _ in range(5))
-        kb.kinematics(q1, s.q, r1, s.r, s.v, s.a, s.w, s.al, ctx.dt, ctx.c_a, ctx.g, p.gamma, ctx.a_pred,
-                      ctx.w_pred, ctx.al_pred, R1, theta, T, Om, v1, a1, w1, al1)
+        r1, v1, a1, w1, al1 = (np.empty((n, 3)) for _ in range(5))
+        q1 = np.empty((n, 4))
+        kb.kinematics(d, th, s.q, s.r, s.v, s.a, s.w, s.al, ctx.dt, ctx.c_a, ctx.g, p.gamma, ctx.a_pred,
+                      ctx.w_pred, ctx.al_pred, r1, q1, R1, T, Om, v1, a1, w1, al1)
         kin = Kinematics(alpha_f=p.alpha_f, R1=R1, Rn=ctx.Rn, r1=r1, rn=s.r, v1=v1, vn=s.v, w1=w1, wn=s.w,
                          g=ctx.g, T=T, Omega=Om)
         R, Q = np.empty(asm.ndof), np.empty(asm.ndof)
@@ -290,7 +333,45 @@ class GeneralizedAlpha:
         self.timing["bodies"] += t1 - t0
         self.timing["elements"] += t2 - t1
         self.timing["assembly"] += clock() - t2
-        return _Iterate(R=R, Q=Q, data=data, evals=evals, theta=theta, a1=a1, v1=v1, w1=w1, al1=al1)
+        return _Iterate(R=R, Q=Q, data=data, evals=evals, d=d, theta=th, r1=r1, q1=q1, a1=a1, v1=v1, w1=w1,
+                        al1=al1)
+
+    def _tolerances(self, ctx: "_StepContext", it: "_Iterate") -> tuple[np.ndarray, bool]:
+        """How far the unknowns may be from the step's solution, per moving body and kind
+        (translation, rotation), ``(nm, 2)`` in m and rad (see the module docstring); and whether
+        the residual is at round-off.
+
+        The residual is at round-off when every body's force and moment rows are within
+        ``ROUNDOFF_FACTOR·ε`` of the magnitudes that cancel in them: the forces summed into the row
+        (``Q``) and the inertia of the terms that cancel in the new accelerations and angular
+        velocity, ``α_m m (c_a|d| + |a_pred|)`` and ``J_max (α_m (c_a|θ| + |α_pred|) + 2α_f|ω'|
+        (g|θ| + |ω_pred|))`` -- an iterate closer to the solution than that cannot be told from
+        it in floating point, whatever the stiffness.
+        """
+        m, p, spec = self.model, self.params, self.spec
+        nm = m.n_moving
+        rt, at = spec.rtol, spec.atol
+        g, c_a, am = ctx.g, ctx.c_a, p.alpha_m
+
+        def nrm(x):
+            return np.sqrt(np.einsum("ij,ij->i", x[:nm], x[:nm]))
+
+        th = nrm(it.theta)
+        t = 1.0 + 0.5 * th + 0.25 * th * th  # ≥ ‖T(θ)‖
+        w, al = nrm(it.w1), nrm(it.al1)
+        Q = it.Q.reshape(nm, 2, 3)
+        qr, qt = nrm(Q[:, 0]), nrm(Q[:, 1])
+        tol = np.empty((nm, 2))
+        tol[:, 0] = np.minimum(np.minimum(at + rt * nrm(it.r1), (at + rt * nrm(it.v1)) / g),
+                               (at + rt * np.maximum(nrm(it.a1), qr / (am * m.mass[:nm]))) / c_a)
+        tol[:, 1] = np.minimum(np.minimum(at + rt, (at + rt * w) / (g * t + w)),
+                               (at + rt * np.maximum(al, qt / (am * self._j_max))) / (c_a * t + al))
+        R = np.linalg.norm(it.R.reshape(nm, 2, 3), axis=2)
+        floor_r = qr + am * m.mass[:nm] * (c_a * nrm(it.d) + nrm(ctx.a_pred))
+        floor_t = qt + self._j_max * (am * (c_a * th + nrm(ctx.al_pred)) + 2 * p.alpha_f * w * (g * th + nrm(ctx.w_pred)))
+        at_roundoff = bool(np.all(R[:, 0] <= ROUNDOFF_FACTOR * _EPS * floor_r)
+                           and np.all(R[:, 1] <= ROUNDOFF_FACTOR * _EPS * floor_t))
+        return tol, at_roundoff
 
     def step(self, s: State, dt: float) -> StepResult:
         """Advance ``s`` by ``dt``; never raises on numerical trouble.
@@ -309,15 +390,16 @@ class GeneralizedAlpha:
         m, spec = self.model, self.spec
         nm = m.n_moving
         ctx = self.prepare(s, dt)
-        r1, q1 = self.predict(s, dt)
+        d, th = self.predict(s, dt)
         history: list[float] = []
-        du_norm = np.inf
         status, msg = None, ""
+        last = np.inf  # weighted size of the previous correction (‖Δu_{k−1}‖ in units of the tolerance)
         if not modified or self.lu_dt is None or abs(self.lu_dt - dt) > 1e-12 * dt:
             self.lu = None  # the mass terms m/(βΔt²) change with Δt: never reuse across a new step size
-        for k in range(spec.max_iterations + 1):
+        k = 0  # corrections applied
+        while True:
             fresh = self.lu is None
-            it = self.evaluate(ctx, r1, q1, spec.tangent if fresh else None)
+            it = self.evaluate(ctx, d, th, spec.tangent if fresh else None)
             bad = [(kind, ev) for kind, ev in zip(m.kinds, it.evals) if ev.degenerate.any()]
             if bad:
                 kind, ev = bad[0]
@@ -331,47 +413,39 @@ class GeneralizedAlpha:
             if not np.isfinite(rnorm):
                 status, msg = StepStatus.NONFINITE, "the residual is not finite"
                 break
-            if k > 0:
-                u_step = np.concatenate(((r1 - s.r)[:nm], it.theta[:nm]), axis=1)
-                if (rnorm <= spec.atol + spec.rtol * np.linalg.norm(it.Q) + ctx.r_floor
-                        and du_norm <= spec.atol + spec.rtol * np.linalg.norm(u_step) + ctx.u_floor):
-                    status = StepStatus.CONVERGED
-                    break
-                if len(history) >= 4 and history[-1] > history[-2] > history[-3] > history[-4]:
-                    status, msg = StepStatus.DIVERGED, "the residual grew in 3 consecutive iterations"
-                    break
-                if rnorm > 1e8 * max(history[0], np.finfo(float).tiny):
-                    status, msg = StepStatus.DIVERGED, "the residual grew by more than 1e8"
-                    break
+            if len(history) >= 4 and history[-1] > history[-2] > history[-3] > history[-4]:
+                status, msg = StepStatus.DIVERGED, "the residual grew in 3 consecutive iterations"
+                break
+            if rnorm > 1e8 * max(history[0], np.finfo(float).tiny):
+                status, msg = StepStatus.DIVERGED, "the residual grew by more than 1e8"
+                break
+            tol, at_roundoff = self._tolerances(ctx, it)
+            du, status, msg = self._correction(it, dt, fresh)
+            if status is not None:
+                break
+            size = self._size(du, tol)
+            rate = size / last
+            if k > 0 and (at_roundoff or rate < 1.0 and size <= 1.0 - rate):
+                status = StepStatus.CONVERGED  # ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol, or R_k is round-off
+                break
             if k == spec.max_iterations:
                 status, msg = StepStatus.MAX_ITERATIONS, (
                     f"no convergence in {spec.max_iterations} Newton iterations")
                 break
-            if not fresh and k > 0 and rnorm > CONTRACTION_LIMIT * history[-2]:
-                # the old factorization no longer contracts fast enough: refresh it here
-                it = self.evaluate(ctx, r1, q1, spec.tangent)
-                fresh = True
-            try:
-                t0 = self.clock()
-                if fresh:
-                    self.lu = self.solver.factorize(it.data)
-                    self.lu_dt = dt
-                t1 = self.clock()
-                du = self.lu(it.R)
-                self.timing["factorization"] += t1 - t0
-                self.timing["solve"] += self.clock() - t1
-            except (SingularMatrix, RuntimeError) as exc:
-                self.lu = None
-                status, msg = StepStatus.SINGULAR, f"the tangent matrix is singular ({exc})"
-                break
+            if not fresh and k > 0 and rate > CONTRACTION_LIMIT:
+                # the old factorization no longer contracts fast enough: refresh it here, and measure
+                # the rate afresh from two corrections of the new one
+                it = self.evaluate(ctx, d, th, spec.tangent)
+                du, status, msg = self._correction(it, dt, True)
+                if status is not None:
+                    break
+                size = self._size(du, tol)
             if not modified:
                 self.lu = None
             self.n_iterations += 1
-            du_norm = float(np.linalg.norm(du))
-            if not np.isfinite(du_norm):
-                status, msg = StepStatus.NONFINITE, "the Newton correction is not finite"
-                break
-            r1, q1 = self.update(r1, q1, du)
+            k += 1
+            last = size
+            d, th = self.update(d, th, du)
 
         if status is not StepStatus.CONVERGED:
             if status in (StepStatus.MAX_ITERATIONS, StepStatus.DIVERGED) and nm:
@@ -379,7 +453,8 @@ class GeneralizedAlpha:
             return StepResult(status, k, history[-1] if history else np.nan, msg, None, history)
 
         self.n_steps += 1
-        new = State(s.t + dt, r1, q1, it.v1, it.a1, it.w1, it.al1, s.dissipated, s.external_work)
+        new = State(s.t + dt, it.r1, it.q1, it.v1, it.a1, it.w1, it.al1, s.dissipated, s.external_work,
+                    a_prev=s.a, al_prev=s.al, dt_prev=dt)
         t0 = self.clock()
         pd, pe = self.powers(new)
         self.timing["energy"] += self.clock() - t0
@@ -388,6 +463,32 @@ class GeneralizedAlpha:
                       dissipated=s.dissipated + 0.5 * dt * (s.power_diss + pd),
                       external_work=s.external_work + 0.5 * dt * (s.power_ext + pe))
         return StepResult(status, k, history[-1], "", new, history)
+
+    def _correction(self, it: "_Iterate", dt: float, fresh: bool):
+        """Δu = K⁻¹R with the factorization in use, factorizing ``it.data`` first if ``fresh``.
+
+        Returns ``(du, None, "")``, or ``(None, status, message)`` when the tangent is singular or
+        the correction not finite."""
+        try:
+            t0 = self.clock()
+            if fresh:
+                self.lu = self.solver.factorize(it.data)
+                self.lu_dt = dt
+            t1 = self.clock()
+            du = self.lu(it.R)
+            self.timing["factorization"] += t1 - t0
+            self.timing["solve"] += self.clock() - t1
+        except (SingularMatrix, RuntimeError) as exc:
+            self.lu = None
+            return None, StepStatus.SINGULAR, f"the tangent matrix is singular ({exc})"
+        if not np.all(np.isfinite(du)):
+            return None, StepStatus.NONFINITE, "the Newton correction is not finite"
+        return du, None, ""
+
+    @staticmethod
+    def _size(du: np.ndarray, tol: np.ndarray) -> float:
+        """The correction's size in units of the tolerance: max over bodies and kinds."""
+        return float(np.max(np.linalg.norm(du.reshape(-1, 2, 3), axis=2) / tol, initial=0.0))
 
     # ------------------------------------------------------------------
     def warm_up(self, s: State, dt: float, frame_every: int) -> None:
@@ -511,6 +612,10 @@ class GeneralizedAlpha:
             self._fused = self._fused_arguments()
         f = self._fused
         energy = np.array([s.dissipated, s.external_work, s.power_diss, s.power_ext])
+        if s.a_prev is not None and s.dt_prev > 0.0:  # the predictor's history (see State)
+            history = (s.a_prev.copy(), s.al_prev.copy(), np.array([s.dt_prev]))
+        else:
+            history = (np.zeros_like(s.a), np.zeros_like(s.al), np.zeros(1))
         f["lu_state"][0] = 0.0  # a fresh tangent at the start of every block (= after every frame)
         self.lu = None
         spec = self.spec
@@ -518,13 +623,13 @@ class GeneralizedAlpha:
         counters = np.zeros(3, dtype=np.int64)
         return {
             "t0": t0,
-            "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + (energy,),
-            "model": (nm, m.mass, m.inertia, af, p.alpha_m, p.beta, p.gamma),
+            "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy,),
+            "model": (nm, m.mass, m.inertia, self._j_max, af, p.alpha_m, p.beta, p.gamma),
             "loads": (F_alpha, M_alpha, FL, ML),
             "kinds": f["kinds"],
             "solver": (self.assembler.body_pos, self.assembler.size, *f["structure"],
                        {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol,
-                       spec.atol, CONTRACTION_LIMIT),
+                       spec.atol, ROUNDOFF_FACTOR, CONTRACTION_LIMIT),
             "work": (f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters),
             "iterations": iterations, "residuals": residuals, "counters": counters,
         }
@@ -536,8 +641,10 @@ class GeneralizedAlpha:
         self.n_iterations += int(counters[0])
         self.solver.nlu += int(counters[1])
         self.n_assemblies += int(counters[2])
-        r, q, v, a, w, al, energy = b["state"]
-        new = State(t, r, q, v, a, w, al, float(energy[0]), float(energy[1]), float(energy[2]), float(energy[3]))
+        r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy = b["state"]
+        dt_prev = float(prev_dt[0])
+        new = State(t, r, q, v, a, w, al, float(energy[0]), float(energy[1]), float(energy[2]), float(energy[3]),
+                    a_prev if dt_prev > 0.0 else None, al_prev if dt_prev > 0.0 else None, dt_prev)
         self.timing["compiled steps"] = self.timing.get("compiled steps", 0.0) + self.clock() - b["t0"]
         return new
 
@@ -554,28 +661,56 @@ class GeneralizedAlpha:
                 "lu_piv": np.zeros((self.model.n_moving, 6), np.int64), "lu_state": np.zeros(2)}
 
     def predict(self, s: State, dt: float):
-        """Start of the Newton iteration: the constant-acceleration Taylor step.
+        """Start of the Newton iteration, as increments ``(d, θ)`` (``(n_all, 3)`` each, zero for
+        fixed bodies).
 
+        Newmark's own relations with the new accelerations extrapolated linearly
+        from the last two steps, ``a' ≈ a_n + (Δt/Δt_prev)(a_n − a_prev)``:
+        ``d = Δt v_n + Δt²((½−β) a_n + β a')`` and, since Newmark holds for the
+        material vectors (THEORY §4), ``θ = Δt ω_n + Δt²((½−β) α_n + β cay(θ₀)ᵀα')``
+        with ``θ₀ = Δt ω_n + ½Δt² α_n``.  Without a previous step (t = 0, after
+        :meth:`restart`) a' = a_n, the constant-acceleration Taylor step.
         THEORY §4 starts from ``r' = r_n``, ``Λ' = Λ_n``; any start converges to
-        the same solution, and ``r' = r_n + Δt v_n + ½Δt² a_n``,
-        ``Λ' = cay(Δt ω_n + ½Δt² α_n) Λ_n`` is within O(Δt³) of it, which saves
-        about one Newton iteration per step on smooth motion.
+        the same solution, and this one is within O(Δt⁴) of it (O(Δt³) without
+        a previous step), which saves about one Newton iteration per step on
+        smooth motion.
         """
-        nm = self.model.n_moving
-        r1, q1 = s.r.copy(), s.q.copy()
-        r1[:nm] += dt * s.v[:nm] + 0.5 * dt * dt * s.a[:nm]
-        q1[:nm] = quat_normalize(quat_mul(cay_quat(dt * s.w[:nm] + 0.5 * dt * dt * s.al[:nm]), q1[:nm]))
-        return r1, q1
+        nm, beta = self.model.n_moving, self.params.beta
+        d, th = np.zeros_like(s.r), np.zeros_like(s.r)
+        v, a, w, al = s.v[:nm], s.a[:nm], s.w[:nm], s.al[:nm]
+        th0 = dt * w + 0.5 * dt * dt * al
+        if s.a_prev is None or not s.dt_prev > 0.0:
+            d[:nm] = dt * v + 0.5 * dt * dt * a
+            th[:nm] = th0
+            return d, th
+        ratio = dt / s.dt_prev
+        a1 = a + ratio * (a - s.a_prev[:nm])
+        al1 = al + ratio * (al - s.al_prev[:nm])
+        d[:nm] = dt * v + dt * dt * ((0.5 - beta) * a + beta * a1)
+        th[:nm] = dt * w + dt * dt * ((0.5 - beta) * al + beta * tmatvec(cay(th0), al1))
+        return d, th
 
-    def update(self, r1: np.ndarray, q1: np.ndarray, du: np.ndarray):
-        """Newton update ``r ← r + Δr``, ``Λ ← cay(Δθ) Λ`` (THEORY §1) of the moving bodies."""
+    def restart(self, s: State) -> State:
+        """``s`` without the history the next step would use: the previous accelerations of the
+        predictor and the factorization in use.  The driver restarts at every stored frame, so
+        that the steps after a frame depend on that frame alone (a resumed run repeats them to
+        the last bit)."""
+        self.lu = None
+        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0)
+
+    def update(self, d: np.ndarray, th: np.ndarray, du: np.ndarray):
+        """Newton update of the increments of the moving bodies: ``d ← d + Δr`` and ``θ`` such that
+        ``cay(θ) = cay(Δθ)cay(θ)`` (the left update ``Λ' ← cay(Δθ)Λ'`` of THEORY §1)."""
         nm = self.model.n_moving
         du = du.reshape(nm, 6)
-        r1 = r1.copy()
-        q1 = q1.copy()
-        r1[:nm] += du[:, :3]
-        q1[:nm] = quat_normalize(quat_mul(cay_quat(du[:, 3:]), q1[:nm]))
-        return r1, q1
+        d, th = d.copy(), th.copy()
+        d[:nm] += du[:, :3]
+        th[:nm] = cay_compose(du[:, 3:], th[:nm])
+        return d, th
+
+    def increments(self, s: State, r1: np.ndarray, q1: np.ndarray):
+        """The increments ``(d, θ)`` of an iterate given by positions and orientations (for tests)."""
+        return r1 - s.r, cayvec_quat(quat_mul(q1, quat_conj(s.q)))
 
     def tangent_matrix(self, data: np.ndarray):
         """The global tangent as a scipy CSC matrix (for tests and diagnostics)."""
@@ -608,8 +743,6 @@ class _StepContext:
     w_pred: np.ndarray
     al_pred: np.ndarray
     Krr: np.ndarray
-    r_floor: float  # round-off level of the residual norm (see _ROUNDOFF)
-    u_floor: float  # round-off level of the increment norm
 
 
 @dataclass(frozen=True, eq=False)
@@ -620,7 +753,10 @@ class _Iterate:
     Q: np.ndarray
     data: Optional[np.ndarray]
     evals: list
+    d: np.ndarray
     theta: np.ndarray
+    r1: np.ndarray
+    q1: np.ndarray
     a1: np.ndarray
     v1: np.ndarray
     w1: np.ndarray

@@ -14,47 +14,51 @@ from .connectors import _add_block
 
 
 @njit(cache=True)
-def kinematics(q1, qn, r1, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-               R1, theta, T, Omega, v1, a1, w1, al1):
-    """Λ', θ = cayvec(Λ'Λ_nᵀ), T(θ), Ω = gT − ω̂', and a', v', ω', α' of every body (THEORY §3, §4)."""
+def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
+               r1, q1, R1, T, Omega, v1, a1, w1, al1):
+    """r' = r_n + d, q' = quat(cay θ) ⊗ q_n (normalised; q_n itself when θ = 0), Λ', T(θ),
+    Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4)."""
     C = np.empty((3, 3))
     u = np.empty(3)
-    for i in range(q1.shape[0]):
-        w0, x0, y0, z0 = q1[i, 0], q1[i, 1], q1[i, 2], q1[i, 3]
+    for i in range(d.shape[0]):
+        t = th[i]
+        tt = t[0] * t[0] + t[1] * t[1] + t[2] * t[2]
+        if tt == 0.0:
+            w0, x0, y0, z0 = qn[i, 0], qn[i, 1], qn[i, 2], qn[i, 3]
+        else:  # (1, θ/2) ⊗ q_n, normalised
+            pw, px, py, pz = 1.0, 0.5 * t[0], 0.5 * t[1], 0.5 * t[2]
+            qw, qx, qy, qz = qn[i, 0], qn[i, 1], qn[i, 2], qn[i, 3]
+            w0 = pw * qw - (px * qx + py * qy + pz * qz)
+            x0 = pw * qx + qw * px + (py * qz - pz * qy)
+            y0 = pw * qy + qw * py + (pz * qx - px * qz)
+            z0 = pw * qz + qw * pz + (px * qy - py * qx)
+            nq = np.sqrt(w0 * w0 + x0 * x0 + y0 * y0 + z0 * z0)
+            w0, x0, y0, z0 = w0 / nq, x0 / nq, y0 / nq, z0 / nq
+        q1[i, 0], q1[i, 1], q1[i, 2], q1[i, 3] = w0, x0, y0, z0
         Ri = R1[i]
         Ri[0, 0] = 1 - 2 * (y0 * y0 + z0 * z0); Ri[0, 1] = 2 * (x0 * y0 - w0 * z0); Ri[0, 2] = 2 * (x0 * z0 + w0 * y0)
         Ri[1, 0] = 2 * (x0 * y0 + w0 * z0); Ri[1, 1] = 1 - 2 * (x0 * x0 + z0 * z0); Ri[1, 2] = 2 * (y0 * z0 - w0 * x0)
         Ri[2, 0] = 2 * (x0 * z0 - w0 * y0); Ri[2, 1] = 2 * (y0 * z0 + w0 * x0); Ri[2, 2] = 1 - 2 * (x0 * x0 + y0 * y0)
-        # relative quaternion q1 ⊗ conj(qn), then θ = 2 q_vec / q_w
-        pw, px, py, pz = qn[i, 0], -qn[i, 1], -qn[i, 2], -qn[i, 3]
-        rw = w0 * pw - x0 * px - y0 * py - z0 * pz
-        rx = w0 * px + pw * x0 + (y0 * pz - z0 * py)
-        ry = w0 * py + pw * y0 + (z0 * px - x0 * pz)
-        rz = w0 * pz + pw * z0 + (x0 * py - y0 * px)
-        th = theta[i]
-        th[0] = 2.0 * rx / rw
-        th[1] = 2.0 * ry / rw
-        th[2] = 2.0 * rz / rw
         # cay(θ) = I + 4/(4+|θ|²)(θ̂ + ½θ̂²),  θ̂² = θθᵀ − |θ|² I
-        tt = th[0] * th[0] + th[1] * th[1] + th[2] * th[2]
         s = 4.0 / (4.0 + tt)
         for r in range(3):
             for q in range(3):
-                C[r, q] = s * 0.5 * (th[r] * th[q] - (tt if r == q else 0.0)) + (1.0 if r == q else 0.0)
-                T[i, r, q] = 0.25 * th[r] * th[q] + (1.0 if r == q else 0.0)
-        C[0, 1] -= s * th[2]; C[0, 2] += s * th[1]; C[1, 0] += s * th[2]
-        C[1, 2] -= s * th[0]; C[2, 0] -= s * th[1]; C[2, 1] += s * th[0]
-        T[i, 0, 1] -= 0.5 * th[2]; T[i, 0, 2] += 0.5 * th[1]; T[i, 1, 0] += 0.5 * th[2]
-        T[i, 1, 2] -= 0.5 * th[0]; T[i, 2, 0] -= 0.5 * th[1]; T[i, 2, 1] += 0.5 * th[0]
+                C[r, q] = s * 0.5 * (t[r] * t[q] - (tt if r == q else 0.0)) + (1.0 if r == q else 0.0)
+                T[i, r, q] = 0.25 * t[r] * t[q] + (1.0 if r == q else 0.0)
+        C[0, 1] -= s * t[2]; C[0, 2] += s * t[1]; C[1, 0] += s * t[2]
+        C[1, 2] -= s * t[0]; C[2, 0] -= s * t[1]; C[2, 1] += s * t[0]
+        T[i, 0, 1] -= 0.5 * t[2]; T[i, 0, 2] += 0.5 * t[1]; T[i, 1, 0] += 0.5 * t[2]
+        T[i, 1, 2] -= 0.5 * t[0]; T[i, 2, 0] -= 0.5 * t[1]; T[i, 2, 1] += 0.5 * t[0]
         for j in range(3):
-            a1[i, j] = c_a * (r1[i, j] - rn[i, j]) + a_pred[i, j]
+            r1[i, j] = rn[i, j] + d[i, j]
+            a1[i, j] = c_a * d[i, j] + a_pred[i, j]
             v1[i, j] = vn[i, j] + dt * ((1.0 - gamma) * an[i, j] + gamma * a1[i, j])
         for j in range(3):
-            u[j] = g * th[j] + w_pred[i, j]
+            u[j] = g * t[j] + w_pred[i, j]
         for j in range(3):
             w1[i, j] = C[j, 0] * u[0] + C[j, 1] * u[1] + C[j, 2] * u[2]
         for j in range(3):
-            u[j] = c_a * th[j] + al_pred[i, j]
+            u[j] = c_a * t[j] + al_pred[i, j]
         for j in range(3):
             al1[i, j] = C[j, 0] * u[0] + C[j, 1] * u[1] + C[j, 2] * u[2]
         for r in range(3):

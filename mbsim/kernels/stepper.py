@@ -19,7 +19,7 @@ from . import bodies as kb
 from . import connectors as kc
 from . import dense, njit, tree
 
-_ROUNDOFF = 100 * np.finfo(np.float64).eps
+_EPS = float(np.finfo(np.float64).eps)
 
 
 def kind_arguments(model, assembler=None) -> tuple:
@@ -74,19 +74,20 @@ def _left_cayley(c, q):
 
 
 @njit(cache=True)
-def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
+def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
               a_pred, w_pred, al_pred, Fa, Ma, Xn, mass, Jb, krr,
               sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
               dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
               tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-              R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
-    """One residual (and tangent into ``data`` if mode) at (r1, q1); returns True if a spring is degenerate.
+              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
+    """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th), its
+    positions, orientations and rates into r1, q1, …; returns True if a spring is degenerate.
 
     The connector kernels add their 12×12 blocks straight into ``data``
     through one (1, 12, 12) ``scratch`` block (no per-instance tangent array).
     """
-    kb.kinematics(q1, s_q, r1, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-                  R1, theta, T, Om, v1, a1, w1, al1)
+    kb.kinematics(d, th, s_q, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
+                  r1, q1, R1, T, Om, v1, a1, w1, al1)
     kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, Fa, Ma, Xn, af, am, c_a, g, mode != 0, R, Q, Ktt)
     if mode != 0:
         data[:] = 0.0
@@ -185,15 +186,61 @@ def _norm(x):
 
 
 @njit(cache=True)
-def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, gamma,
-            F_alpha, M_alpha, FL1, ML1,
+def _n3(x, i):
+    return np.sqrt(x[i, 0] * x[i, 0] + x[i, 1] * x[i, 1] + x[i, 2] * x[i, 2])
+
+
+@njit(cache=True)
+def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, d, th, r1, v1, a1, w1, al1, a_pred, w_pred,
+                al_pred, R, Q, tol):
+    """:meth:`mbsim.integrators.GeneralizedAlpha._tolerances`: per body, translation and rotation
+    into ``tol``; returns whether the residual is at round-off."""
+    at_roundoff = True
+    for i in range(nm):
+        t = _n3(th, i)
+        tb = 1.0 + 0.5 * t + 0.25 * t * t
+        w, al = _n3(w1, i), _n3(al1, i)
+        o = 6 * i
+        qr = np.sqrt(Q[o] * Q[o] + Q[o + 1] * Q[o + 1] + Q[o + 2] * Q[o + 2])
+        qt = np.sqrt(Q[o + 3] * Q[o + 3] + Q[o + 4] * Q[o + 4] + Q[o + 5] * Q[o + 5])
+        tol[i, 0] = min(min(atol + rtol * _n3(r1, i), (atol + rtol * _n3(v1, i)) / g),
+                        (atol + rtol * max(_n3(a1, i), qr / (am * mass[i]))) / c_a)
+        tol[i, 1] = min(min(atol + rtol, (atol + rtol * w) / (g * tb + w)),
+                        (atol + rtol * max(al, qt / (am * j_max[i]))) / (c_a * tb + al))
+        rr = np.sqrt(R[o] * R[o] + R[o + 1] * R[o + 1] + R[o + 2] * R[o + 2])
+        rt = np.sqrt(R[o + 3] * R[o + 3] + R[o + 4] * R[o + 4] + R[o + 5] * R[o + 5])
+        if rr > roundoff * _EPS * (qr + am * mass[i] * (c_a * _n3(d, i) + _n3(a_pred, i))):
+            at_roundoff = False
+        if rt > roundoff * _EPS * (qt + j_max[i] * (am * (c_a * t + _n3(al_pred, i))
+                                                    + 2 * af * w * (g * t + _n3(w_pred, i)))):
+            at_roundoff = False
+    return at_roundoff
+
+
+@njit(cache=True)
+def _size(du, tol):
+    """:meth:`mbsim.integrators.GeneralizedAlpha._size`: the correction in units of the tolerance
+    (max over bodies and kinds)."""
+    size = 0.0
+    for i in range(tol.shape[0]):
+        for k in range(2):
+            o = 6 * i + 3 * k
+            size = max(size, np.sqrt(du[o] * du[o] + du[o + 1] * du[o + 1] + du[o + 2] * du[o + 2]) / tol[i, k])
+    return size
+
+
+@njit(cache=True)
+def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm, mass, Jb, j_max,
+            af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
             sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
             dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
             tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-            body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, contraction,
+            body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, contraction,
             lu_data, lu_piv, lu_state, iterations, residuals, counters):
     """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
 
+    ``a_prev``/``al_prev`` and ``prev_dt[0]`` are the predictor's history
+    (the accelerations one step back and that step's size, 0 for none; in/out);
     ``energy`` = [dissipated, external work, dissipated power, load power]
     (in/out); ``lu_state`` = [1 if lu_data holds a factorization, its Δt];
     ``counters`` += [Newton iterations, factorizations, residual evaluations].
@@ -211,13 +258,15 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
         krr[i] = am * mass[i] * c_a
     Rn = np.empty((n_all, 3, 3))
     R1 = np.empty((n_all, 3, 3)); T = np.empty((n_all, 3, 3)); Om = np.empty((n_all, 3, 3))
-    theta = np.empty((n_all, 3)); v1 = np.empty((n_all, 3)); a1 = np.empty((n_all, 3))
+    v1 = np.empty((n_all, 3)); a1 = np.empty((n_all, 3))
     w1 = np.empty((n_all, 3)); al1 = np.empty((n_all, 3))
     a_pred = np.empty((n_all, 3)); w_pred = np.empty((n_all, 3)); al_pred = np.empty((n_all, 3))
     Xn = np.empty((nm, 3)); W = np.empty(3); A = np.empty(3); JW = np.empty(3)
     R = np.empty(ndof); Q = np.empty(ndof); data = np.empty(size)
-    r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4)); c = np.empty(3)
-    hist = np.empty(max_it + 1)
+    d = np.zeros((n_all, 3)); th = np.zeros((n_all, 3))
+    r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4)); C = np.empty((3, 3)); c = np.empty(3)
+    tol = np.empty((nm, 2))
+    hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
     scratch = np.empty((1, 12, 12)); sp_deg = np.empty(sp_ia.shape[0], dtype=np.bool_)
     n_conn = sp_ia.shape[0] + dp_ia.shape[0] + tq_ia.shape[0]
@@ -230,7 +279,6 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
                 a_pred[i, j] = -v[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * a[i, j]
                 w_pred[i, j] = (1.0 - gamma / beta) * w[i, j] + dt * (1.0 - 0.5 * gamma / beta) * al[i, j]
                 al_pred[i, j] = -w[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * al[i, j]
-        sr, su = 0.0, 0.0
         for i in range(nm):
             for j in range(3):
                 W[j] = Rn[i, 0, j] * w[i, 0] + Rn[i, 1, j] * w[i, 1] + Rn[i, 2, j] * w[i, 2]
@@ -242,107 +290,125 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
             Xn[i, 2] = (1.0 - af) * (W[0] * JW[1] - W[1] * JW[0])
             for j in range(3):
                 Xn[i, j] += (1.0 - am) * (Jb[i, j, 0] * A[0] + Jb[i, j, 1] * A[1] + Jb[i, j, 2] * A[2])
-            tr = Jb[i, 0, 0] + Jb[i, 1, 1] + Jb[i, 2, 2]
-            sr += tr * tr
-            for j in range(3):
-                sr += (mass[i] * (abs(r[i, j]) + 1.0)) ** 2
-                su += (abs(r[i, j]) + 1.0) ** 2
-        r_floor = _ROUNDOFF * c_a * np.sqrt(sr)
-        u_floor = _ROUNDOFF * np.sqrt(su + 3 * nm)
-        # --- predictor -------------------------------------------------------------
-        for i in range(n_all):
-            for j in range(4):
-                q1[i, j] = q[i, j]
-            for j in range(3):
-                r1[i, j] = r[i, j]
+        # --- predictor (GeneralizedAlpha.predict) ------------------------------------
+        extrapolate = prev_dt[0] > 0.0
+        ratio = dt / prev_dt[0] if extrapolate else 0.0
         for i in range(nm):
             for j in range(3):
-                r1[i, j] += dt * v[i, j] + 0.5 * dt * dt * a[i, j]
-                c[j] = dt * w[i, j] + 0.5 * dt * dt * al[i, j]
-            _left_cayley(c, q1[i])
-        # --- Newton --------------------------------------------------------------------
+                c[j] = dt * w[i, j] + 0.5 * dt * dt * al[i, j]  # θ₀
+            if not extrapolate:
+                for j in range(3):
+                    d[i, j] = dt * v[i, j] + 0.5 * dt * dt * a[i, j]
+                    th[i, j] = c[j]
+                continue
+            tt = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
+            s4 = 4.0 / (4.0 + tt)
+            for j in range(3):
+                for k in range(3):
+                    C[j, k] = s4 * 0.5 * (c[j] * c[k] - (tt if j == k else 0.0)) + (1.0 if j == k else 0.0)
+            C[0, 1] -= s4 * c[2]; C[0, 2] += s4 * c[1]; C[1, 0] += s4 * c[2]
+            C[1, 2] -= s4 * c[0]; C[2, 0] -= s4 * c[1]; C[2, 1] += s4 * c[0]
+            for j in range(3):
+                A[j] = al[i, j] + ratio * (al[i, j] - al_prev[i, j])
+            for j in range(3):
+                d[i, j] = dt * v[i, j] + dt * dt * ((0.5 - beta) * a[i, j]
+                                                    + beta * (a[i, j] + ratio * (a[i, j] - a_prev[i, j])))
+                th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j]
+                                                     + beta * (C[0, j] * A[0] + C[1, j] * A[1] + C[2, j] * A[2]))
+        # --- Newton (GeneralizedAlpha._newton) ------------------------------------------
         have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
-        du_norm = np.inf
+        last = np.inf
         converged = False
-        for k in range(max_it + 1):
+        k = 0
+        nh = 0
+        while True:
             fresh = not have
             counters[2] += 1
             kmode = mode if fresh else 0
-            if _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, r1, q1, r, q, v, a, w, al, Rn,
+            if _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
                          a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-                         R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
+                         R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
                 break
             rnorm = _norm(R)
-            hist[k] = rnorm
+            hist[nh] = rnorm
+            nh += 1
             if not np.isfinite(rnorm):
                 break
-            if k > 0:
-                su = 0.0
-                for i in range(nm):
-                    for j in range(3):
-                        su += (r1[i, j] - r[i, j]) ** 2 + theta[i, j] ** 2
-                if rnorm <= atol + rtol * _norm(Q) + r_floor and du_norm <= atol + rtol * np.sqrt(su) + u_floor:
-                    converged = True
-                    break
-                if k >= 3 and hist[k] > hist[k - 1] > hist[k - 2] > hist[k - 3]:
-                    break
-                if rnorm > 1e8 * max(hist[0], 1e-300):
-                    break
-            if k == max_it:
+            if nh >= 4 and hist[nh - 1] > hist[nh - 2] > hist[nh - 3] > hist[nh - 4]:
                 break
-            if not fresh and k > 0 and rnorm > contraction * hist[k - 1]:
-                counters[2] += 1
-                _evaluate(mode, nm, af, am, gamma, dt, c_a, g, r1, q1, r, q, v, a, w, al, Rn,
-                          a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
-                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-                          R, Q, data, R1, theta, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg)
-                fresh = True
+            if rnorm > 1e8 * max(hist[0], 1e-300):
+                break
+            at_roundoff = _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, d, th, r1, v1, a1, w1,
+                                      al1, a_pred, w_pred, al_pred, R, Q, tol)
             if fresh:
                 counters[1] += 1
-                if is_dense:
-                    bad = dense.factorize(data, dense_flat, ndof, lu_data, piv_flat)
-                else:
-                    lu_data[:] = data
-                    bad = tree.factorize(lu_data, nm, parent, order, lu_piv)
-                if bad >= 0:
+                if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
                     lu_state[0] = 0.0
                     break
                 lu_state[0] = 1.0
                 lu_state[1] = dt
                 have = True
-            if is_dense:
-                du = dense.solve(lu_data, ndof, piv_flat, R)
-            else:
-                du = tree.solve(lu_data, nm, parent, order, lu_piv, R)
+            du = _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R)
+            if not _all_finite(du):
+                break
+            sz = _size(du, tol)
+            rate = sz / last
+            if k > 0 and (at_roundoff or (rate < 1.0 and sz <= 1.0 - rate)):
+                converged = True
+                break
+            if k == max_it:
+                break
+            if not fresh and k > 0 and rate > contraction:
+                counters[2] += 1
+                _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
+                          a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
+                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
+                          R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg)
+                counters[1] += 1
+                if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
+                    lu_state[0] = 0.0
+                    break
+                lu_state[0] = 1.0
+                lu_state[1] = dt
+                du = _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R)
+                if not _all_finite(du):
+                    break
+                sz = _size(du, tol)
             if not modified:
                 have = False
                 lu_state[0] = 0.0
             counters[0] += 1
-            du_norm = _norm(du)
-            if not np.isfinite(du_norm):
-                break
+            k += 1
+            last = sz
             for i in range(nm):
                 for j in range(3):
-                    r1[i, j] += du[6 * i + j]
+                    d[i, j] += du[6 * i + j]
                     c[j] = du[6 * i + 3 + j]
-                _left_cayley(c, q1[i])
+                # θ ← cayvec(cay(Δθ) cay(θ)) = (Δθ + θ + ½Δθ×θ) / (1 − ¼Δθ·θ)
+                t0, t1, t2 = th[i, 0], th[i, 1], th[i, 2]
+                den = 1.0 - 0.25 * (c[0] * t0 + c[1] * t1 + c[2] * t2)
+                th[i, 0] = (c[0] + t0 + 0.5 * (c[1] * t2 - c[2] * t1)) / den
+                th[i, 1] = (c[1] + t1 + 0.5 * (c[2] * t0 - c[0] * t2)) / den
+                th[i, 2] = (c[2] + t2 + 0.5 * (c[0] * t1 - c[1] * t0)) / den
         if not converged:
             lu_state[0] = 0.0
             return step
         iterations[step] = k
-        residuals[step] = hist[k]
-        # --- accept: state, energy integrals (trapezoidal, like the Python step) -------
+        residuals[step] = hist[nh - 1]
+        # --- accept: state, predictor history, energy integrals (trapezoidal, like the Python step) ----
         for i in range(n_all):
             for j in range(3):
+                a_prev[i, j] = a[i, j]; al_prev[i, j] = al[i, j]
                 r[i, j] = r1[i, j]; v[i, j] = v1[i, j]; a[i, j] = a1[i, j]
                 w[i, j] = w1[i, j]; al[i, j] = al1[i, j]
             for j in range(4):
                 q[i, j] = q1[i, j]
+        prev_dt[0] = dt
         _, pd = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
                               dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1,
                               tq_index, cf, cm, cl, Rn)
@@ -355,6 +421,22 @@ def advance(nsteps, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, g
         energy[2] = pd
         energy[3] = pe
     return nsteps
+
+
+@njit(cache=True)
+def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
+    """Factorize the tangent ``data`` into ``lu_data``; True if it is singular."""
+    if is_dense:
+        return dense.factorize(data, dense_flat, ndof, lu_data, piv_flat) >= 0
+    lu_data[:] = data
+    return tree.factorize(lu_data, nm, parent, order, lu_piv) >= 0
+
+
+@njit(cache=True)
+def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R):
+    if is_dense:
+        return dense.solve(lu_data, ndof, piv_flat, R)
+    return tree.solve(lu_data, nm, parent, order, lu_piv, R)
 
 
 @njit(cache=True)
@@ -409,12 +491,13 @@ def _all_finite(x):
 
 
 @njit(cache=True)
-def advance_frames(nframes, spf, dt, r, q, v, a, w, al, energy, gravity, nm, mass, Jb, af, am, beta, gamma,
+def advance_frames(nframes, spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
+                   j_max, af, am, beta, gamma,
                    F_alpha, M_alpha, FL1, ML1,
                    sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                    dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                    tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                   body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, contraction,
+                   body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, contraction,
                    lu_data, lu_piv, lu_state, iterations, residuals, counters,
                    scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
     """Up to ``nframes`` output frames of ``spf`` steps each: :func:`advance`
@@ -444,15 +527,17 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, energy, gravity, nm, mas
     status[1] = 0
     for f in range(nframes):
         r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy
-        lu_state[0] = 0.0  # a fresh tangent after every frame
+        lu_state[0] = 0.0  # a fresh tangent and no predictor history after every frame (GeneralizedAlpha.restart)
+        prev_dt[0] = 0.0
         s0 = f * spf
         s1 = s0 + spf
-        taken = advance(spf, dt, r, q, v, a, w, al, energy, nm, mass, Jb, af, am, beta, gamma,
+        taken = advance(spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm, mass, Jb, j_max,
+                        af, am, beta, gamma,
                         F_alpha[s0:s1], M_alpha[s0:s1], FL1[s0:s1], ML1[s0:s1],
                         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                        body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol,
+                        body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff,
                         contraction, lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1], counters)
         if taken < spf:
             status[0] = taken
@@ -460,6 +545,7 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, energy, gravity, nm, mas
         if not (_all_finite(r) and _all_finite(q) and _all_finite(v) and _all_finite(a) and _all_finite(w)
                 and _all_finite(al)):
             r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0
+            prev_dt[0] = 0.0
             status[1] = 1
             return f
         frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,

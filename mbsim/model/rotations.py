@@ -96,6 +96,19 @@ def cay_quat(c: np.ndarray) -> np.ndarray:
     return quat_normalize(q)
 
 
+def cay_compose(a: np.ndarray, b: np.ndarray) -> np.ndarray:
+    """The Cayley vector ``c`` of ``cay(a)·cay(b)``: ``(a + b + ½ a×b) / (1 − ¼ a·b)``.
+
+    Exact (the quaternions of cay(a), cay(b) are (1, a/2), (1, b/2) up to
+    scale, and their product is (1 − a·b/4, (a + b)/2 + a×b/4)); formed from
+    the vectors themselves, so a small step vector keeps its relative
+    precision.  Singular when the product is a half turn.
+    """
+    a, b = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    den = 1.0 - 0.25 * np.einsum("...i,...i->...", a, b)
+    return (a + b + 0.5 * cross(a, b)) / den[..., None]
+
+
 def cayvec_quat(q: np.ndarray) -> np.ndarray:
     """Inverse of :func:`cay` from a quaternion: ``2 q_vec / q_w`` (singular at a half turn)."""
     return 2.0 * q[..., 1:] / q[..., :1]

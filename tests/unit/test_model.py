@@ -7,7 +7,7 @@ from mbsim.integrators import GeneralizedAlpha
 from mbsim.model.model import Model
 from mbsim.reference import equations_of_motion
 from tests.builders import body, damper, nonlinear_3d, scenario, spring, torsional
-from tests.unit.test_tangents import random_iterate, random_state
+from tests.unit.test_tangents import pose, random_iterate, random_state
 
 
 def test_initial_accelerations_are_the_physical_ones():
@@ -34,16 +34,16 @@ def chain(n, fixed_middle=False):
     return scenario(bodies, conns, gravity=(0, 0, -9.81))
 
 
-def naive_global(ga, it, ctx, r1, q1):
+def naive_global(ga, it, ctx, d, th):
     """Global tangent by an explicit loop over connectors and bodies (the reference for the scatter maps)."""
     m = ga.model
     nd = m.ndof
     K = np.zeros((nd, nd))
-    full = ga.evaluate(ctx, r1, q1, "consistent")
+    full = ga.evaluate(ctx, d, th, "consistent")
     # body blocks: recover them as the tangent of a model without connectors
     import dataclasses
     bare = GeneralizedAlpha(Model(dataclasses.replace(m.scenario, connectors=())), m.scenario.integrator)
-    K += bare.tangent_matrix(bare.evaluate(bare.prepare(ctx.s, ctx.dt), r1, q1, "consistent").data).toarray()
+    K += bare.tangent_matrix(bare.evaluate(bare.prepare(ctx.s, ctx.dt), d, th, "consistent").data).toarray()
     for kind, ev in zip(m.kinds, full.evals):
         for c in range(kind.n):
             dofs = []
@@ -62,11 +62,11 @@ def test_scatter_maps_match_a_naive_assembly(fixed_middle):
     ga = GeneralizedAlpha(Model(sc), sc.integrator)
     rng = np.random.default_rng(2)
     s = random_state(ga.model, rng)
-    r1, q1 = random_iterate(ga.model, s, rng)
+    d, th = random_iterate(ga.model, s, rng)
     ctx = ga.prepare(s, 0.01)
-    it = ga.evaluate(ctx, r1, q1, "consistent")
+    it = ga.evaluate(ctx, d, th, "consistent")
     K = ga.tangent_matrix(it.data).toarray()
-    assert np.allclose(K, naive_global(ga, it, ctx, r1, q1), rtol=1e-13, atol=1e-9)
+    assert np.allclose(K, naive_global(ga, it, ctx, d, th), rtol=1e-13, atol=1e-9)
 
 
 @pytest.mark.parametrize("fixed_middle", [False, True])
@@ -111,8 +111,8 @@ def test_sparse_solver_reuses_its_ordering_correctly(monkeypatch):
     rng = np.random.default_rng(4)
     for trial in range(3):
         s = random_state(ga.model, rng)
-        r1, q1 = random_iterate(ga.model, s, rng)
-        data = ga.evaluate(ga.prepare(s, 0.01), r1, q1, "consistent").data
+        d, th = random_iterate(ga.model, s, rng)
+        data = ga.evaluate(ga.prepare(s, 0.01), d, th, "consistent").data
         b = rng.normal(size=ga.model.ndof)
         x = ga.solver.solve(data, b)
         K = ga.tangent_matrix(data).toarray()
@@ -128,7 +128,7 @@ def test_compiled_frame_quantities_match_the_numpy_reference():
     model = Model(sc, engine="numba")
     rng = np.random.default_rng(9)
     s = random_state(model, rng)
-    r1, q1 = random_iterate(model, s, rng)
+    r1, q1 = pose(s, *random_iterate(model, s, rng))
     s = type(s)(s.t, r1, q1, s.v, s.a, s.w, s.al, 1.5, 0.25)
     a, b = frame_quantities(model, s), frame_quantities_numpy(model, s)
     assert a.pop("_finite") is True

@@ -31,21 +31,27 @@ def random_state(model, rng):
 
 
 def random_iterate(model, s, rng):
+    """A random iterate as the step's increments (d, θ) of the moving bodies (the Newton unknowns)."""
     nm = model.n_moving
-    r1, q1 = s.r.copy(), s.q.copy()
-    r1[:nm] += rng.normal(size=(nm, 3)) * 0.05
-    q1[:nm] = quat_normalize(quat_mul(cay_quat(rng.normal(size=(nm, 3)) * 0.4), q1[:nm]))
-    return r1, q1
+    d, th = np.zeros_like(s.r), np.zeros_like(s.r)
+    d[:nm] = rng.normal(size=(nm, 3)) * 0.05
+    th[:nm] = rng.normal(size=(nm, 3)) * 0.4
+    return d, th
 
 
-def fd_tangent(ga, ctx, r1, q1, eps=1e-6):
+def pose(s, d, th):
+    """Positions and unit quaternions of the iterate ``(d, θ)`` from ``s``: r_n + d and cay(θ)Λ_n."""
+    return s.r + d, quat_normalize(quat_mul(cay_quat(th), s.q))
+
+
+def fd_tangent(ga, ctx, d, th, eps=1e-6):
     nd = ga.model.ndof
     K = np.empty((nd, nd))
     for j in range(nd):
         du = np.zeros(nd)
         du[j] = eps
-        Rp = ga.evaluate(ctx, *ga.update(r1, q1, du)).R
-        Rm = ga.evaluate(ctx, *ga.update(r1, q1, -du)).R
+        Rp = ga.evaluate(ctx, *ga.update(d, th, du)).R
+        Rm = ga.evaluate(ctx, *ga.update(d, th, -du)).R
         K[:, j] = -(Rp - Rm) / (2 * eps)
     return K
 
@@ -59,11 +65,11 @@ def tangents(sc, rng, mode="consistent", engine="numba"):
     bare_sc = dataclasses.replace(sc, connectors=(), loads=())
     bare = GeneralizedAlpha(Model(bare_sc, engine), bare_sc.integrator)
     s = random_state(full.model, rng)
-    r1, q1 = random_iterate(full.model, s, rng)
+    d, th = random_iterate(full.model, s, rng)
     cf, cb = full.prepare(s, DT), bare.prepare(s, DT)
-    Kf = full.tangent_matrix(full.evaluate(cf, r1, q1, mode).data).toarray()
-    Kb = bare.tangent_matrix(bare.evaluate(cb, r1, q1, "consistent").data).toarray()
-    return (Kf - Kb, fd_tangent(full, cf, r1, q1) - fd_tangent(bare, cb, r1, q1)), (Kb, fd_tangent(bare, cb, r1, q1))
+    Kf = full.tangent_matrix(full.evaluate(cf, d, th, mode).data).toarray()
+    Kb = bare.tangent_matrix(bare.evaluate(cb, d, th, "consistent").data).toarray()
+    return (Kf - Kb, fd_tangent(full, cf, d, th) - fd_tangent(bare, cb, d, th)), (Kb, fd_tangent(bare, cb, d, th))
 
 
 def rel_err(K, Kfd):
@@ -132,22 +138,23 @@ def test_whole_system_tangent_with_many_connectors(engine):
     rng = np.random.default_rng(3)
     ga = GeneralizedAlpha(Model(sc, engine), sc.integrator)
     s = random_state(ga.model, rng)
-    r1, q1 = random_iterate(ga.model, s, rng)
+    d, th = random_iterate(ga.model, s, rng)
     ctx = ga.prepare(s, DT)
-    K = ga.tangent_matrix(ga.evaluate(ctx, r1, q1, "consistent").data).toarray()
-    assert rel_err(K, fd_tangent(ga, ctx, r1, q1)) <= 1e-6
+    K = ga.tangent_matrix(ga.evaluate(ctx, d, th, "consistent").data).toarray()
+    assert rel_err(K, fd_tangent(ga, ctx, d, th)) <= 1e-6
 
 
 # ---------------------------------------------------------------------------
 # tangent: seed reproduces THEORY §8 (the excerpts' matrices), written out here
 # independently of the kernels, entry block by entry block.
 # ---------------------------------------------------------------------------
-def seed_blocks_by_hand(kind, ga, ctx, r1, q1, conn, projection):
+def seed_blocks_by_hand(kind, ga, ctx, d, th, conn, projection):
     """The excerpts' 12×12 matrix for one connector between two moving bodies."""
     m = ga.model
     p = ga.params
     af, g = p.alpha_f, ctx.g
-    it = ga.evaluate(ctx, r1, q1, None)
+    it = ga.evaluate(ctx, d, th, None)
+    r1, q1 = pose(ctx.s, d, th)
     from mbsim.model.rotations import quat_to_matrix
     R1, Rn = quat_to_matrix(q1), ctx.Rn
     ia, ib = m.index["a"], m.index["b"]
@@ -207,21 +214,22 @@ def test_seed_tangent_reproduces_the_excerpts_matrices(kind, projection, engine)
     ga = GeneralizedAlpha(Model(sc, engine), sc.integrator)
     rng = np.random.default_rng(5)
     s = random_state(ga.model, rng)
-    r1, q1 = random_iterate(ga.model, s, rng)
+    d, th = random_iterate(ga.model, s, rng)
     ctx = ga.prepare(s, DT)
-    K_local = ga.model.kinds[0].evaluate(_kin(ga, ctx, r1, q1), "seed").tangent[0]
-    K_hand = seed_blocks_by_hand("torsional" if kind == "torsional" else kind, ga, ctx, r1, q1, conn, projection)
+    K_local = ga.model.kinds[0].evaluate(_kin(ga, ctx, d, th), "seed").tangent[0]
+    K_hand = seed_blocks_by_hand("torsional" if kind == "torsional" else kind, ga, ctx, d, th, conn, projection)
     assert np.allclose(K_local, K_hand, rtol=1e-12, atol=1e-12 * np.abs(K_hand).max())
     # and it differs from the consistent tangent (the excerpts' are not exact)
-    K_cons = ga.model.kinds[0].evaluate(_kin(ga, ctx, r1, q1), "consistent").tangent[0]
+    K_cons = ga.model.kinds[0].evaluate(_kin(ga, ctx, d, th), "consistent").tangent[0]
     assert np.abs(K_cons - K_local).max() > 1e-6 * np.abs(K_cons).max()
 
 
-def _kin(ga, ctx, r1, q1):
+def _kin(ga, ctx, d, th):
     """The Kinematics object of an iterate, rebuilt as the integrator builds it."""
     from mbsim.model.kinematics import Kinematics
     from mbsim.model.rotations import quat_to_matrix
-    it = ga.evaluate(ctx, r1, q1, None)
+    it = ga.evaluate(ctx, d, th, None)
+    r1, q1 = pose(ctx.s, d, th)
     return Kinematics.of_step(ga.params.alpha_f, ctx.g, quat_to_matrix(q1), ctx.Rn, r1, ctx.s.r, it.v1,
                               ctx.s.v, it.w1, ctx.s.w, tmat(it.theta))
 
@@ -241,10 +249,10 @@ def test_compiled_and_numpy_engines_agree(tangent):
         ga = GeneralizedAlpha(Model(sc, engine), sc.integrator)
         rng = np.random.default_rng(8)
         s = random_state(ga.model, rng)
-        r1, q1 = random_iterate(ga.model, s, rng)
+        d, th = random_iterate(ga.model, s, rng)
         ctx = ga.prepare(s, DT)
-        it = ga.evaluate(ctx, r1, q1, tangent)
-        kin = _kin(ga, ctx, r1, q1)
+        it = ga.evaluate(ctx, d, th, tangent)
+        kin = _kin(ga, ctx, d, th)
         out[engine] = (it, [kind.evaluate(kin, tangent) for kind in ga.model.kinds],
                        None if tangent is None else ga.tangent_matrix(it.data).toarray())
     (a, ea, Ka), (b, eb, Kb) = out["numba"], out["numpy"]
