@@ -43,7 +43,7 @@ from . import driver
 from .diagnostics import energy_balance
 from .model.rotations import quat_angle
 from .reference import solve_reference
-from .scenario.spec import Scenario
+from .scenario.spec import Ramp, Scenario, Table
 
 EXPECTED_ORDER = 2.0
 ORDER_TOLERANCE = 0.3
@@ -205,6 +205,10 @@ class VerifyReport:
     quantities : list of QuantityOrder
         Empty when no error could be measured.
     expected_order, order_tolerance : float
+    hints : list of str
+        When a quantity is not second order: what the pattern of its errors
+        points to and what to change, most likely cause first (see
+        :func:`diagnose`).
     """
 
     scenario: str
@@ -215,6 +219,7 @@ class VerifyReport:
     quantities: list
     expected_order: float = EXPECTED_ORDER
     order_tolerance: float = ORDER_TOLERANCE
+    hints: list = field(default_factory=list)
 
     @property
     def interrupted(self) -> bool:
@@ -236,7 +241,7 @@ class VerifyReport:
                 "expected_order": self.expected_order, "order_tolerance": self.order_tolerance,
                 "passed": self.passed, "runs": [r.to_dict() for r in self.runs],
                 "reference": self.reference.to_dict(),
-                "quantities": {q.name: q.to_dict() for q in self.quantities}}
+                "quantities": {q.name: q.to_dict() for q in self.quantities}, "hints": list(self.hints)}
 
 
 def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[Sequence[float]] = None,
@@ -320,7 +325,82 @@ def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[S
     for r in runs:  # the frames are large; the report keeps the numbers only
         r.frames_data = None
     return VerifyReport(scenario.name, span, interval, runs, ref, quantities,
-                        EXPECTED_ORDER, order_tolerance)
+                        EXPECTED_ORDER, order_tolerance, diagnose(scenario, span, runs, quantities))
+
+
+# An observed order below this, where the scheme is second order, is the signature of an
+# error that does not shrink with Δt (Newton's stopping tolerance), not of the discretization.
+NEWTON_SIGNATURE_ORDER = 1.5
+
+
+def diagnose(scenario: Scenario, span: float, runs: Sequence[StepRun], quantities: Sequence[QuantityOrder]) -> list:
+    """What the errors of the quantities that are not second order point to, in plain words.
+
+    - An error that grows when Δt shrinks, or falls at order ~1 or less: the time
+      discretization of a second-order scheme cannot do that, an error that does not
+      shrink with Δt can -- Newton's stopping tolerance (integrator.newton.rtol, atol).
+    - A load given as a ramp or a table is only piecewise smooth: its kinks that lie
+      inside the verified span (0, span) lower the order; verify before the first.
+    - Orders that approach 2 from one halving to the next: Δt is not yet in the
+      asymptotic range.
+
+    Returns the hints, most likely cause first; empty when every quantity passed.
+    """
+    off = [q for q in quantities if q.status == "off"]
+    if not off:
+        return []
+    hints = []
+    low = [(q, p) for q in off for p in q.orders if p is not None and p < NEWTON_SIGNATURE_ORDER]
+    if low:
+        grows = [q.label for q, p in low if p < 0]
+        slow = [q.label for q, p in low if p >= 0 and q.label not in grows]
+        what = "; ".join(x for x in (
+            f"the {', '.join(dict.fromkeys(grows))} error grows when Δt shrinks" if grows else "",
+            f"the {', '.join(dict.fromkeys(slow))} error falls at order {min(p for q, p in low if p >= 0):.2g} "
+            f"at best" if slow else "") if x)
+        it = scenario.integrator
+        hints.append(
+            f"{what}: a second-order scheme cannot do that, an error that does not shrink with Δt can -- "
+            f"most likely Newton's stopping tolerance: tighten integrator.newton.rtol (now {_g(it.rtol)}) "
+            f"and atol (now {_g(it.atol)}), e.g. newton: {{rtol: {_g(it.rtol / 100)}, atol: {_g(it.atol / 100)}}}, "
+            f"and verify again")
+    kinks = load_kinks(scenario, span)
+    if kinks:
+        t, which = kinks[0]
+        more = f" (and {len(kinks) - 1} more)" if len(kinks) > 1 else ""
+        if t > runs[0].step:
+            where = f"verify over a span before it: --end {_g(t)}"
+        else:
+            where = "verify over a span that does not contain a kink (--end), or with a step that lands on it"
+        hints.append(f"{which} has a kink at t = {_g(t)} s{more}, inside the verified span, where the order "
+                     f"drops: {where}")
+    measured = [[p for p in q.orders if p is not None] for q in off]
+    if any(len(ps) >= 2 and abs(ps[-1] - EXPECTED_ORDER) < abs(ps[0] - EXPECTED_ORDER) for ps in measured) or not low:
+        hints.append(f"if the orders move towards {_g(EXPECTED_ORDER)} from one halving to the next, Δt is too "
+                     f"large to be in the asymptotic range: verify again with --step {_g(runs[-1].step)}")
+    hints.append("otherwise this may be a bug: please report it with the scenario and this output")
+    return hints
+
+
+def load_kinks(scenario: Scenario, span: float) -> list:
+    """Times in (0, span) where a ramp or table load scale changes slope, sorted, with the load
+    that has them: ``[(t, "load 2 (force on 'c', ramp)"), ...]``."""
+    out = []
+    for i, ld in enumerate(scenario.loads):
+        f = ld.scale
+        if isinstance(f, Ramp):
+            ts = [f.t0, f.t1] if f.start != f.end else []
+            kind = "ramp"
+        elif isinstance(f, Table):
+            t, v = np.asarray(f.times, float), np.asarray(f.values, float)
+            slopes = np.concatenate(([0.0], np.diff(v) / np.diff(t), [0.0]))
+            ts = [float(x) for x, a, b in zip(t, slopes[:-1], slopes[1:]) if a != b]
+            kind = "table"
+        else:
+            continue
+        name = f"load {i + 1} ({ld.type} on '{ld.body}', {kind})"
+        out += [(float(x), name) for x in ts if 0.0 < x < span]
+    return sorted(out)
 
 
 # --------------------------------------------------------------------------
@@ -484,5 +564,5 @@ def _e(x) -> str:
     return f"{float(x):.2g}" if x == 0 else f"{float(x):.2e}"
 
 
-__all__ = ["verify", "VerifyReport", "StepRun", "ReferenceRun", "QuantityOrder", "EXPECTED_ORDER",
+__all__ = ["verify", "diagnose", "load_kinks", "VerifyReport", "StepRun", "ReferenceRun", "QuantityOrder", "EXPECTED_ORDER",
            "ORDER_TOLERANCE", "ROUND_OFF_FACTOR", "REFERENCE_CHECK_FACTOR"]

@@ -130,14 +130,7 @@ def format_verify(rep, sc) -> str:
                          "so no order can be measured (nothing wrong)")
     else:
         off = [q.label for q in rep.quantities if q.status == "off"]
-        h4 = rep.runs[-1].step
-        lines += [f"NOT second order: {', '.join(off)}",
-                  "what to try:",
-                  f"  - if the orders move towards 2 from one halving to the next, Δt is too large to be in "
-                  f"the asymptotic range: verify again with --step {_g(h4)}",
-                  "  - loads given as ramp or table have kinks where the order drops: verify over a span "
-                  "before the first kink with --end",
-                  "  - otherwise this may be a bug: please report it with the scenario and this output"]
+        lines += [f"NOT second order: {', '.join(off)}", "what to try:"] + [f"  - {h}" for h in rep.hints]
     return "\n".join(lines)
 
 

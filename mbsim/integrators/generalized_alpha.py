@@ -27,6 +27,7 @@ when that bound is within tolerance, body by body and kind by kind:
     translation: |e| ≤ min(tol(r'), tol(v')/g, tol(a')/c_a)         [m]
     rotation:    |e| ≤ min(tol(1 rad), tol(ω')/G, tol(α')/C)         [rad]
     tol(x) = atol + rtol·|x|,  g = γ/(βΔt),  c_a = 1/(βΔt²),
+    with |a'| ≥ the forces acting per unit mass and |α'| ≥ the moments per unit inertia,
     G = g·t + |ω'|,  C = c_a·t + |α'|,  t = 1 + |θ|/2 + |θ|²/4 ≥ ‖T(θ)‖
 
 because an error e of the unknowns is an error e, g·e and c_a·e of the
@@ -34,10 +35,12 @@ position, velocity and acceleration written (Dv' = gΔr, Da' = c_aΔr;
 |Dω'| ≤ G|Δθ|, |Dα'| ≤ C|Δθ|, THEORY §4).  The acceleration bound is the
 one that matters at small steps: an acceleration error δa held over the
 run moves velocities by about t·δa whatever Δt, where a bound on the
-increments alone would let velocities drift as 1/Δt.  An iterate whose
-residual rows are all within :data:`ROUNDOFF_FACTOR`·ε of the magnitudes
-that cancel in them (see :meth:`GeneralizedAlpha._tolerances`) is
-converged as well: it cannot be told from the solution in floating point.
+increments alone would let velocities drift as 1/Δt.  A body's force or
+moment rows whose residual is within :data:`ROUNDOFF_FACTOR`·ε of the
+magnitudes that cancel in them (see :meth:`GeneralizedAlpha._tolerances`)
+are converged as far as floating point allows and drop out of the test;
+and a correction below :data:`NOISE_SIZE` of the tolerance ends the
+iteration, since the rate measured between such corrections is noise.
 
 Modified Newton keeps a factorization while ρ ≤ :data:`CONTRACTION_LIMIT`
 and refreshes it at the current iterate otherwise (the bound is then
@@ -71,6 +74,11 @@ from ..scenario.spec import IntegratorSpec
 # precision (see GeneralizedAlpha._tolerances).
 ROUNDOFF_FACTOR = 16.0
 _EPS = float(np.finfo(float).eps)
+
+# A correction at most this fraction of the tolerance ends the iteration whatever the measured
+# rate: that small, a correction is dominated by round-off and the rate measured between two
+# of them is noise, while any contraction faster than 0.99 still bounds the error by the tolerance.
+NOISE_SIZE = 0.01
 
 # Modified Newton keeps a factorization while each correction is at most this
 # fraction of the one before; a slower contraction means the tangent has
@@ -189,9 +197,19 @@ class GeneralizedAlpha:
         self.n_assemblies = 0
         self.lu = None  # the factorization in use (modified Newton keeps it across iterations and steps)
         self.lu_dt = None
-        # largest principal moment of inertia of each moving body (the rotational rows of _tolerances)
-        self._j_max = (np.linalg.eigvalsh(model.inertia[:model.n_moving])[:, -1] if model.n_moving
-                       else np.zeros(0))
+        # largest principal moment of inertia and longest connector arm |Z| of each moving body
+        # (the rotational rows of _tolerances and their round-off)
+        nm = model.n_moving
+        self._j_max = np.linalg.eigvalsh(model.inertia[:nm])[:, -1] if nm else np.zeros(0)
+        arm = np.zeros(model.n_all)
+        for kind in model.kinds:
+            for idx, Z in ((kind.ia, getattr(kind, "ZA", None)), (kind.ib, getattr(kind, "ZB", None))):
+                if Z is not None and len(idx):
+                    np.maximum.at(arm, idx, np.linalg.norm(Z, axis=1))
+        self._arm = arm[:nm]
+        # springs (ia, ib, k, |Z_A|, |Z_B|): their force k(L − L0) rounds like k·ε·(|x_A| + |x_B|)
+        self._springs = [(kind.ia, kind.ib, kind.k, np.linalg.norm(kind.ZA, axis=1), np.linalg.norm(kind.ZB, axis=1))
+                         for kind in model.kinds if kind.type == "spring"]
         self._fused = None  # arguments of the compiled step loop, built at its first use
         # wall time per phase of the Newton iteration [s] (benchmarks/chain.py --profile)
         self.timing = {k: 0.0 for k in ("bodies", "elements", "assembly", "factorization", "solve", "energy")}
@@ -233,7 +251,18 @@ class GeneralizedAlpha:
             a_pred=-s.v / (beta * dt) + (1 - 0.5 / beta) * s.a,
             w_pred=(1 - gamma / beta) * s.w + dt * (1 - 0.5 * gamma / beta) * s.al,
             al_pred=-s.w / (beta * dt) + (1 - 0.5 / beta) * s.al,
-            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3))
+            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3), stiff=self._spring_scale(s.r))
+
+    def _spring_scale(self, r: np.ndarray) -> np.ndarray:
+        """Per moving body, Σ k·(|x_A| + |x_B|) over its springs at positions ``r`` [N/1]: times ε, the
+        round-off of their forces k(L − L0), formed from points that far from the origin."""
+        out = np.zeros(self.model.n_all)
+        norms = np.linalg.norm(r, axis=1)
+        for ia, ib, k, za, zb in self._springs:
+            kx = k * (norms[ia] + norms[ib] + za + zb)
+            np.add.at(out, ia, kx)
+            np.add.at(out, ib, kx)
+        return out[:self.model.n_moving]
 
     def evaluate(self, ctx: "_StepContext", d: np.ndarray, th: np.ndarray,
                  tangent: Optional[str] = None) -> "_Iterate":
@@ -336,17 +365,20 @@ class GeneralizedAlpha:
         return _Iterate(R=R, Q=Q, data=data, evals=evals, d=d, theta=th, r1=r1, q1=q1, a1=a1, v1=v1, w1=w1,
                         al1=al1)
 
-    def _tolerances(self, ctx: "_StepContext", it: "_Iterate") -> tuple[np.ndarray, bool]:
+    def _tolerances(self, ctx: "_StepContext", it: "_Iterate") -> np.ndarray:
         """How far the unknowns may be from the step's solution, per moving body and kind
-        (translation, rotation), ``(nm, 2)`` in m and rad (see the module docstring); and whether
-        the residual is at round-off.
+        (translation, rotation), ``(nm, 2)`` in m and rad (see the module docstring); ``inf`` for
+        the rows whose residual is at round-off.
 
-        The residual is at round-off when every body's force and moment rows are within
-        ``ROUNDOFF_FACTOR·ε`` of the magnitudes that cancel in them: the forces summed into the row
-        (``Q``) and the inertia of the terms that cancel in the new accelerations and angular
-        velocity, ``α_m m (c_a|d| + |a_pred|)`` and ``J_max (α_m (c_a|θ| + |α_pred|) + 2α_f|ω'|
-        (g|θ| + |ω_pred|))`` -- an iterate closer to the solution than that cannot be told from
-        it in floating point, whatever the stiffness.
+        A body's force (moment) residual is at round-off when it is within ``ROUNDOFF_FACTOR·ε``
+        of the magnitudes that cancel in it: the forces (moments) summed into the rows (``Q``);
+        its springs' ``Σ k(|x_A| + |x_B|)`` (a force k(L − L0) formed from points far from the
+        origin); for the moments, ℓ times both (ℓ the body's longest connector arm: z×f rounds
+        like |z||f|, not |z×f|); and the inertia of the terms that cancel in the new
+        accelerations and angular velocity, ``α_m m (c_a|d| + |a_pred|)`` and ``J_max (α_m (c_a|θ|
+        + |α_pred|) + 2α_f|ω'|(g|θ| + |ω_pred|))``.  Closer to the solution than that, the
+        iterate cannot be told from it in floating point, whatever the stiffness, and its
+        correction is noise.
         """
         m, p, spec = self.model, self.params, self.spec
         nm = m.n_moving
@@ -367,11 +399,12 @@ class GeneralizedAlpha:
         tol[:, 1] = np.minimum(np.minimum(at + rt, (at + rt * w) / (g * t + w)),
                                (at + rt * np.maximum(al, qt / (am * self._j_max))) / (c_a * t + al))
         R = np.linalg.norm(it.R.reshape(nm, 2, 3), axis=2)
-        floor_r = qr + am * m.mass[:nm] * (c_a * nrm(it.d) + nrm(ctx.a_pred))
-        floor_t = qt + self._j_max * (am * (c_a * th + nrm(ctx.al_pred)) + 2 * p.alpha_f * w * (g * th + nrm(ctx.w_pred)))
-        at_roundoff = bool(np.all(R[:, 0] <= ROUNDOFF_FACTOR * _EPS * floor_r)
-                           and np.all(R[:, 1] <= ROUNDOFF_FACTOR * _EPS * floor_t))
-        return tol, at_roundoff
+        floor_r = qr + ctx.stiff + am * m.mass[:nm] * (c_a * nrm(it.d) + nrm(ctx.a_pred))
+        floor_t = qt + self._arm * (qr + ctx.stiff) + self._j_max * (
+            am * (c_a * th + nrm(ctx.al_pred)) + 2 * p.alpha_f * w * (g * th + nrm(ctx.w_pred)))
+        tol[R[:, 0] <= ROUNDOFF_FACTOR * _EPS * floor_r, 0] = np.inf
+        tol[R[:, 1] <= ROUNDOFF_FACTOR * _EPS * floor_t, 1] = np.inf
+        return tol
 
     def step(self, s: State, dt: float) -> StepResult:
         """Advance ``s`` by ``dt``; never raises on numerical trouble.
@@ -419,14 +452,14 @@ class GeneralizedAlpha:
             if rnorm > 1e8 * max(history[0], np.finfo(float).tiny):
                 status, msg = StepStatus.DIVERGED, "the residual grew by more than 1e8"
                 break
-            tol, at_roundoff = self._tolerances(ctx, it)
+            tol = self._tolerances(ctx, it)
             du, status, msg = self._correction(it, dt, fresh)
             if status is not None:
                 break
             size = self._size(du, tol)
-            rate = size / last
-            if k > 0 and (at_roundoff or rate < 1.0 and size <= 1.0 - rate):
-                status = StepStatus.CONVERGED  # ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol, or R_k is round-off
+            rate = size / last if last > 0.0 else np.inf  # (a correction of 0 ends the iteration as noise)
+            if k > 0 and (size <= NOISE_SIZE or rate < 1.0 and size <= 1.0 - rate):
+                status = StepStatus.CONVERGED  # ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol, or Δu_k is noise
                 break
             if k == spec.max_iterations:
                 status, msg = StepStatus.MAX_ITERATIONS, (
@@ -624,12 +657,12 @@ class GeneralizedAlpha:
         return {
             "t0": t0,
             "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy,),
-            "model": (nm, m.mass, m.inertia, self._j_max, af, p.alpha_m, p.beta, p.gamma),
+            "model": (nm, m.mass, m.inertia, self._j_max, self._arm, af, p.alpha_m, p.beta, p.gamma),
             "loads": (F_alpha, M_alpha, FL, ML),
             "kinds": f["kinds"],
             "solver": (self.assembler.body_pos, self.assembler.size, *f["structure"],
                        {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol,
-                       spec.atol, ROUNDOFF_FACTOR, CONTRACTION_LIMIT),
+                       spec.atol, ROUNDOFF_FACTOR, NOISE_SIZE, CONTRACTION_LIMIT),
             "work": (f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters),
             "iterations": iterations, "residuals": residuals, "counters": counters,
         }
@@ -743,6 +776,7 @@ class _StepContext:
     w_pred: np.ndarray
     al_pred: np.ndarray
     Krr: np.ndarray
+    stiff: np.ndarray  # Σ k·(|x_A| + |x_B|) of each moving body's springs (see GeneralizedAlpha._spring_scale)
 
 
 @dataclass(frozen=True, eq=False)

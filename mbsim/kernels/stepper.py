@@ -191,11 +191,10 @@ def _n3(x, i):
 
 
 @njit(cache=True)
-def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, d, th, r1, v1, a1, w1, al1, a_pred, w_pred,
-                al_pred, R, Q, tol):
-    """:meth:`mbsim.integrators.GeneralizedAlpha._tolerances`: per body, translation and rotation
-    into ``tol``; returns whether the residual is at round-off."""
-    at_roundoff = True
+def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1, al1, a_pred,
+                w_pred, al_pred, R, Q, tol):
+    """:meth:`mbsim.integrators.GeneralizedAlpha._tolerances` into ``tol`` (nm, 2): per body,
+    translation and rotation; inf for the rows whose residual is at round-off."""
     for i in range(nm):
         t = _n3(th, i)
         tb = 1.0 + 0.5 * t + 0.25 * t * t
@@ -209,12 +208,24 @@ def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, d, th, r1
                         (atol + rtol * max(al, qt / (am * j_max[i]))) / (c_a * tb + al))
         rr = np.sqrt(R[o] * R[o] + R[o + 1] * R[o + 1] + R[o + 2] * R[o + 2])
         rt = np.sqrt(R[o + 3] * R[o + 3] + R[o + 4] * R[o + 4] + R[o + 5] * R[o + 5])
-        if rr > roundoff * _EPS * (qr + am * mass[i] * (c_a * _n3(d, i) + _n3(a_pred, i))):
-            at_roundoff = False
-        if rt > roundoff * _EPS * (qt + j_max[i] * (am * (c_a * t + _n3(al_pred, i))
-                                                    + 2 * af * w * (g * t + _n3(w_pred, i)))):
-            at_roundoff = False
-    return at_roundoff
+        if rr <= roundoff * _EPS * (qr + stiff[i] + am * mass[i] * (c_a * _n3(d, i) + _n3(a_pred, i))):
+            tol[i, 0] = np.inf
+        inertia = j_max[i] * (am * (c_a * t + _n3(al_pred, i)) + 2 * af * w * (g * t + _n3(w_pred, i)))
+        if rt <= roundoff * _EPS * (qt + arm[i] * (qr + stiff[i]) + inertia):
+            tol[i, 1] = np.inf
+
+
+@njit(cache=True)
+def _spring_scale(nm, r, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, out):
+    """:meth:`mbsim.integrators.GeneralizedAlpha._spring_scale` into ``out`` (nm,)."""
+    out[:] = 0.0
+    for e in range(sp_ia.shape[0]):
+        a, b = sp_ia[e], sp_ib[e]
+        kx = sp_k[e] * (_n3(r, a) + _n3(r, b) + _n3(sp_ZA, e) + _n3(sp_ZB, e))
+        if a < nm:
+            out[a] += kx
+        if b < nm:
+            out[b] += kx
 
 
 @njit(cache=True)
@@ -230,13 +241,13 @@ def _size(du, tol):
 
 
 @njit(cache=True)
-def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm, mass, Jb, j_max,
+def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm, mass, Jb, j_max, arm,
             af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
             sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
             dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
             tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-            body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, contraction,
-            lu_data, lu_piv, lu_state, iterations, residuals, counters):
+            body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
+            contraction, lu_data, lu_piv, lu_state, iterations, residuals, counters):
     """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
 
     ``a_prev``/``al_prev`` and ``prev_dt[0]`` are the predictor's history
@@ -265,7 +276,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
     R = np.empty(ndof); Q = np.empty(ndof); data = np.empty(size)
     d = np.zeros((n_all, 3)); th = np.zeros((n_all, 3))
     r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4)); C = np.empty((3, 3)); c = np.empty(3)
-    tol = np.empty((nm, 2))
+    tol = np.empty((nm, 2)); stiff = np.empty(nm)
     hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
     scratch = np.empty((1, 12, 12)); sp_deg = np.empty(sp_ia.shape[0], dtype=np.bool_)
@@ -290,6 +301,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
             Xn[i, 2] = (1.0 - af) * (W[0] * JW[1] - W[1] * JW[0])
             for j in range(3):
                 Xn[i, j] += (1.0 - am) * (Jb[i, j, 0] * A[0] + Jb[i, j, 1] * A[1] + Jb[i, j, 2] * A[2])
+        _spring_scale(nm, r, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, stiff)
         # --- predictor (GeneralizedAlpha.predict) ------------------------------------
         extrapolate = prev_dt[0] > 0.0
         ratio = dt / prev_dt[0] if extrapolate else 0.0
@@ -341,8 +353,8 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
                 break
             if rnorm > 1e8 * max(hist[0], 1e-300):
                 break
-            at_roundoff = _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, d, th, r1, v1, a1, w1,
-                                      al1, a_pred, w_pred, al_pred, R, Q, tol)
+            _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1, al1,
+                        a_pred, w_pred, al_pred, R, Q, tol)
             if fresh:
                 counters[1] += 1
                 if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
@@ -355,8 +367,8 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
             if not _all_finite(du):
                 break
             sz = _size(du, tol)
-            rate = sz / last
-            if k > 0 and (at_roundoff or (rate < 1.0 and sz <= 1.0 - rate)):
+            rate = sz / last if last > 0.0 else np.inf
+            if k > 0 and (sz <= noise or (rate < 1.0 and sz <= 1.0 - rate)):
                 converged = True
                 break
             if k == max_it:
@@ -492,13 +504,13 @@ def _all_finite(x):
 
 @njit(cache=True)
 def advance_frames(nframes, spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
-                   j_max, af, am, beta, gamma,
+                   j_max, arm, af, am, beta, gamma,
                    F_alpha, M_alpha, FL1, ML1,
                    sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                    dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                    tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                   body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, contraction,
-                   lu_data, lu_piv, lu_state, iterations, residuals, counters,
+                   body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
+                   contraction, lu_data, lu_piv, lu_state, iterations, residuals, counters,
                    scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
     """Up to ``nframes`` output frames of ``spf`` steps each: :func:`advance`
     per frame (a fresh tangent at the start of each, as between the blocks
@@ -531,14 +543,14 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt
         prev_dt[0] = 0.0
         s0 = f * spf
         s1 = s0 + spf
-        taken = advance(spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm, mass, Jb, j_max,
+        taken = advance(spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm, mass, Jb, j_max, arm,
                         af, am, beta, gamma,
                         F_alpha[s0:s1], M_alpha[s0:s1], FL1[s0:s1], ML1[s0:s1],
                         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
                         body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff,
-                        contraction, lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1], counters)
+                        noise, contraction, lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1], counters)
         if taken < spf:
             status[0] = taken
             return f
