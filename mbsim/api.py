@@ -75,6 +75,7 @@ OVERRIDES = MappingProxyType({
     "max_iterations": ("integrator", "newton", "max_iterations"),
     "rtol": ("integrator", "newton", "rtol"),
     "atol": ("integrator", "newton", "atol"),
+    "modified": ("integrator", "newton", "modified"),
     "interval": ("output", "interval"),
 })
 
@@ -135,7 +136,7 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
              rho_inf: Optional[float] = None, tangent: Optional[str] = None, interval: Optional[float] = None,
              adaptive: Optional[bool] = None, min_step: Optional[float] = None,
              max_iterations: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
-             progress: bool = False, **unknown) -> "Result":
+             modified: Optional[bool] = None, progress: bool = False, **unknown) -> "Result":
     """Simulate a scenario and return its trajectory as a :class:`Result`.
 
     Parameters
@@ -155,8 +156,9 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
         ``time.min_step`` [s].
     rho_inf, tangent : float, str, optional
         Override ``integrator.rho_inf`` and ``integrator.tangent``.
-    max_iterations, rtol, atol : int, float, float, optional
-        Override ``integrator.newton.*``.
+    max_iterations, rtol, atol, modified : int, float, float, bool, optional
+        Override ``integrator.newton.*`` (``modified=False``: full Newton, a
+        fresh tangent at every iteration; see docs/newton.md).
     interval : float, optional
         Override ``output.interval`` [s].
     progress : bool
@@ -207,7 +209,7 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
         raise TypeError(_unknown_keywords("simulate", unknown))
     sc = _as_scenario(scenario)
     given = dict(end=end, step=step, adaptive=adaptive, min_step=min_step, rho_inf=rho_inf, tangent=tangent,
-                 max_iterations=max_iterations, rtol=rtol, atol=atol, interval=interval)
+                 max_iterations=max_iterations, rtol=rtol, atol=atol, modified=modified, interval=interval)
     sc = apply_overrides(sc, **{k: v for k, v in given.items() if v is not None})
     out = None if output is None else os.fspath(output)
     if out is not None:
@@ -269,7 +271,7 @@ def apply_overrides(scenario: Scenario, **overrides) -> Scenario:
     **overrides
         Any of :data:`OVERRIDES` (``end``, ``step``, ``adaptive``,
         ``min_step``, ``rho_inf``, ``tangent``, ``max_iterations``,
-        ``rtol``, ``atol``, ``interval``).
+        ``rtol``, ``atol``, ``modified``, ``interval``).
 
     Notes
     -----
@@ -305,7 +307,8 @@ def apply_overrides(scenario: Scenario, **overrides) -> Scenario:
     settings = {
         "time": {"end": t.end, "step": t.step, "adaptive": t.adaptive, "min_step": t.min_step},
         "integrator": {"rho_inf": i.rho_inf, "tangent": i.tangent,
-                       "newton": {"max_iterations": i.max_iterations, "rtol": i.rtol, "atol": i.atol}},
+                       "newton": {"max_iterations": i.max_iterations, "rtol": i.rtol, "atol": i.atol,
+                                  "modified": i.modified}},
         "output": {"interval": scenario.output.interval},
     }
     if t.min_step is None or ("step" in overrides and t.min_step == DEFAULT_MIN_STEP * t.step):
@@ -440,6 +443,7 @@ class Result:
             "linear_solver": summary.linear_solver,
             "newton_max_iterations": sc.integrator.max_iterations,
             "newton_rtol": sc.integrator.rtol, "newton_atol": sc.integrator.atol,
+            "newton_modified": sc.integrator.modified,
             "time_step": sc.time.step, "time_end": sc.time.end, "output_interval": sc.output.interval,
             "time_adaptive": sc.time.adaptive, "time_min_step": sc.time.min_step,
             "steps": summary.steps, "newton_iterations": summary.newton_iterations,

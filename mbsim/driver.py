@@ -273,6 +273,7 @@ class _Loop:
             "linear_solver": self.integ.solver.kind,
             "newton_max_iterations": sc.integrator.max_iterations,
             "newton_rtol": sc.integrator.rtol, "newton_atol": sc.integrator.atol,
+            "newton_modified": sc.integrator.modified,
             "time_step": sc.time.step, "time_end": sc.time.end, "output_interval": sc.output.interval,
             "time_adaptive": sc.time.adaptive, "time_min_step": sc.time.min_step,
         }

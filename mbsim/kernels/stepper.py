@@ -79,13 +79,16 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
               sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
               dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
               tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
+              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, work):
     """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th), its
     positions, orientations and rates into r1, q1, …; returns True if a spring is degenerate.
 
     The connector kernels add their 12×12 blocks straight into ``data``
-    through one (1, 12, 12) ``scratch`` block (no per-instance tangent array).
+    through one (1, 12, 12) scratch block (no per-instance tangent array);
+    ``work`` holds every array they write (:func:`_work`).
     """
+    (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+     scratch, _, _, _) = work
     kb.kinematics(d, th, s_q, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
                   r1, q1, R1, T, Om, v1, a1, w1, al1)
     kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, Fa, Ma, Xn, af, am, c_a, g, mode != 0, R, Q, Ktt)
@@ -95,28 +98,33 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     degenerate = False
     n = sp_ia.shape[0]
     if n:
-        res = np.empty((n, 12))
-        f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n)
-        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, af, R1, Rn, r1, s_r, mode, res, scratch, f, L, pot,
-                  sp_deg, sp_pos, data)
-        kb.scatter_residual(sp_dofs, res, R, Q)
+        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, af, R1, Rn, r1, s_r, mode, sp_res, scratch, sp_f, sp_L,
+                  sp_pot, sp_deg, sp_pos, data)
+        kb.scatter_residual(sp_dofs, sp_res, R, Q)
         for e in range(n):
             degenerate = degenerate or sp_deg[e]
     n = dp_ia.shape[0]
     if n:
-        res = np.empty((n, 12))
-        f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
         kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, af, g, R1, Rn, r1, s_r, v1, s_v, w1, s_w, T, mode,
-                  res, scratch, f, L, pw, dp_pos, data)
-        kb.scatter_residual(dp_dofs, res, R, Q)
+                  dp_res, scratch, dp_f, dp_L, dp_pw, dp_pos, data)
+        kb.scatter_residual(dp_dofs, dp_res, R, Q)
     n = tq_ia.shape[0]
     if n:
-        res = np.empty((n, 12))
-        m = np.empty((n, 3)); pw = np.empty(n)
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, af, g, R1, Rn, w1, s_w, T, Om, mode, res, scratch,
-                     m, pw, tq_pos, data)
-        kb.scatter_residual(tq_dofs, res, R, Q)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, af, g, R1, Rn, w1, s_w, T, Om, mode, tq_res, scratch,
+                     tq_m, tq_pw, tq_pos, data)
+        kb.scatter_residual(tq_dofs, tq_res, R, Q)
     return degenerate
+
+
+@njit(cache=True)
+def _work(n_sp, n_dp, n_tq):
+    """The arrays the connector kernels write, allocated once per compiled call: per kind its
+    residuals (n, 12) and outputs, a (1, 12, 12) tangent scratch block, a (1, 3, 3) zero block,
+    and the empty scatter maps of a call without tangent."""
+    return (np.empty((n_sp, 12)), np.empty((n_sp, 3)), np.empty(n_sp), np.empty(n_sp), np.empty(n_sp, np.bool_),
+            np.empty((n_dp, 12)), np.empty((n_dp, 3)), np.empty(n_dp), np.empty(n_dp),
+            np.empty((n_tq, 12)), np.empty((n_tq, 3)), np.empty(n_tq),
+            np.empty((1, 12, 12)), np.zeros((1, 3, 3)), np.zeros((0, 144), np.int32), np.zeros(0))
 
 
 @njit(cache=True)
@@ -131,14 +139,12 @@ def _to_scenario_order(index, f, L, force, length):
 @njit(cache=True)
 def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
                   dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
-                  force, moment, length, R):
+                  force, moment, length, R, work):
     """Connector actions at one state into force/moment/length (scenario order) and R ← Λ of
-    every body; returns (spring energy, dissipated power)."""
+    every body; returns (spring energy, dissipated power).  ``work``: :func:`_work`."""
     _rotations(q, R)
-    dummy = np.zeros((1, 3, 3))
-    K = np.empty((1, 12, 12))
-    nopos = np.zeros((0, 144), np.int32)
-    nodata = np.zeros(0)
+    (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+     K, dummy, nopos, nodata) = work
     # "no tangent" as a run-time int64, not the literal 0: a literal argument would make numba
     # compile a second specialization of every connector kernel (~15 s on the first run)
     no_tangent = 0 * r.shape[0]
@@ -150,30 +156,26 @@ def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
     energy, power = 0.0, 0.0
     n = sp_ia.shape[0]
     if n:
-        res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pot = np.empty(n)
-        deg = np.empty(n, dtype=np.bool_)
-        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, no_tangent, res, K, f, L, pot, deg, nopos,
-                  nodata)
-        _to_scenario_order(sp_index, f, L, force, length)
+        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, no_tangent, sp_res, K, sp_f, sp_L, sp_pot,
+                  sp_deg, nopos, nodata)
+        _to_scenario_order(sp_index, sp_f, sp_L, force, length)
         for e in range(n):
-            energy += pot[e]
+            energy += sp_pot[e]
     n = dp_ia.shape[0]
     if n:
-        res = np.empty((n, 12)); f = np.empty((n, 3)); L = np.empty(n); pw = np.empty(n)
-        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, no_tangent, res, K, f, L,
-                  pw, nopos, nodata)
-        _to_scenario_order(dp_index, f, L, force, length)
+        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, no_tangent, dp_res, K,
+                  dp_f, dp_L, dp_pw, nopos, nodata)
+        _to_scenario_order(dp_index, dp_f, dp_L, force, length)
         for e in range(n):
-            power += pw[e]
+            power += dp_pw[e]
     n = tq_ia.shape[0]
     if n:
-        res = np.empty((n, 12)); m = np.empty((n, 3)); pw = np.empty(n)
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, no_tangent, res,
-                     K, m, pw, nopos, nodata)
+        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, no_tangent, tq_res,
+                     K, tq_m, tq_pw, nopos, nodata)
         for e in range(n):
             for j in range(3):
-                moment[tq_index[e], j] = m[e, j]
-            power += pw[e]
+                moment[tq_index[e], j] = tq_m[e, j]
+            power += tq_pw[e]
     return energy, power
 
 
@@ -279,7 +281,8 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
     tol = np.empty((nm, 2)); stiff = np.empty(nm)
     hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
-    scratch = np.empty((1, 12, 12)); sp_deg = np.empty(sp_ia.shape[0], dtype=np.bool_)
+    work = _work(sp_ia.shape[0], dp_ia.shape[0], tq_ia.shape[0])
+    du = np.empty(ndof); tree_work = np.empty((3, nm, 6))
     n_conn = sp_ia.shape[0] + dp_ia.shape[0] + tq_ia.shape[0]
     cf = np.empty((n_conn, 3)); cm = np.empty((n_conn, 3)); cl = np.empty(n_conn)  # single-state scratch
     for step in range(nsteps):
@@ -342,7 +345,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-                         R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg):
+                         R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, work):
                 break
             rnorm = _norm(R)
             hist[nh] = rnorm
@@ -363,7 +366,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
                 lu_state[0] = 1.0
                 lu_state[1] = dt
                 have = True
-            du = _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R)
+            _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R, du, tree_work)
             if not _all_finite(du):
                 break
             sz = _size(du, tol)
@@ -380,14 +383,14 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
                           sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
                           dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                           tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-                          R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, scratch, sp_deg)
+                          R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, work)
                 counters[1] += 1
                 if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
                     lu_state[0] = 0.0
                     break
                 lu_state[0] = 1.0
                 lu_state[1] = dt
-                du = _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R)
+                _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R, du, tree_work)
                 if not _all_finite(du):
                     break
                 sz = _size(du, tol)
@@ -423,7 +426,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
         prev_dt[0] = dt
         _, pd = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
                               dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1,
-                              tq_index, cf, cm, cl, Rn)
+                              tq_index, cf, cm, cl, Rn, work)
         pe = 0.0
         for i in range(n_all):
             for j in range(3):
@@ -445,10 +448,13 @@ def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, 
 
 
 @njit(cache=True)
-def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R):
+def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R, du, work):
+    """du ← K⁻¹R with the factors in ``lu_data`` (``work``: (3, nm, 6) for the tree solve)."""
     if is_dense:
-        return dense.solve(lu_data, ndof, piv_flat, R)
-    return tree.solve(lu_data, nm, parent, order, lu_piv, R)
+        du[:] = R
+        dense.lu_solve_in_place(lu_data[:ndof * ndof].reshape(ndof, ndof), piv_flat, du)
+    else:
+        tree.solve_into(lu_data, nm, parent, order, lu_piv, R, work, du)
 
 
 @njit(cache=True)
@@ -465,7 +471,8 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
     R = np.empty((n_all, 3, 3))
     spring_energy, _ = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
                                      dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index,
-                                     tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, force, moment, length, R)
+                                     tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, force, moment, length, R,
+                                     _work(sp_ia.shape[0], dp_ia.shape[0], tq_ia.shape[0]))
     kinetic, grav = 0.0, 0.0
     for j in range(2, 8):
         out[j] = 0.0

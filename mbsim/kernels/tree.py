@@ -132,11 +132,20 @@ def factorize(data, nm, parent, order, piv):
 @njit(cache=True)
 def solve(data, nm, parent, order, piv, rhs):
     """Solve with the factors of :func:`factorize`; returns x."""
+    x = np.empty(6 * nm)
+    solve_into(data, nm, parent, order, piv, rhs, np.empty((3, nm, 6)), x)
+    return x
+
+
+@njit(cache=True)
+def solve_into(data, nm, parent, order, piv, rhs, work, out):
+    """:func:`solve` into ``out`` (6·nm,), with ``work`` (3, nm, 6) as its scratch."""
     D = data[:36 * nm].reshape(nm, 6, 6)
     U = data[36 * nm:72 * nm].reshape(nm, 6, 6)
     L = data[72 * nm:].reshape(nm, 6, 6)
-    b = rhs.copy().reshape(nm, 6)
-    y = np.empty((nm, 6))
+    b = work[0]
+    b[:] = rhs.reshape(nm, 6)
+    y = work[1]
     for k in range(order.shape[0]):  # forward: b[p] −= L[c] D[c]⁻¹ b[c]
         c = order[k]
         for r in range(6):
@@ -149,7 +158,7 @@ def solve(data, nm, parent, order, piv, rhs):
                 for q in range(6):
                     s += L[c, r, q] * y[c, q]
                 b[p, r] -= s
-    x = np.empty((nm, 6))
+    x = work[2]
     for k in range(order.shape[0] - 1, -1, -1):  # backward: x[c] = D[c]⁻¹b[c] − (D[c]⁻¹U[c]) x[p]
         c = order[k]
         p = parent[c]
@@ -159,4 +168,4 @@ def solve(data, nm, parent, order, piv, rhs):
                 for q in range(6):
                     s -= U[c, r, q] * x[p, q]
             x[c, r] = s
-    return x.reshape(6 * nm)
+    out[:] = x.reshape(6 * nm)
