@@ -160,6 +160,9 @@ class QuantityOrder:
     floor : float
         Smallest measurable error [unit]: the larger of the reference's
         estimated error and accumulated round-off.
+    scale : float
+        Largest magnitude of the quantity in the reference [unit] (1 rad for
+        rotations; the largest energy term for the energy balance).
     status : str
         ``ok`` (orders as expected), ``off`` (an order outside the expected
         band), ``round-off`` (errors at the floor) or ``unmeasured`` (runs or
@@ -176,6 +179,7 @@ class QuantityOrder:
     floor: float
     status: str
     verdict: str
+    scale: float = 0.0
 
     @property
     def ok(self) -> bool:
@@ -183,7 +187,7 @@ class QuantityOrder:
 
     def to_dict(self) -> dict:
         return {"label": self.label, "unit": self.unit, "errors": list(self.errors),
-                "orders": list(self.orders), "floor": self.floor, "status": self.status,
+                "orders": list(self.orders), "floor": self.floor, "scale": self.scale, "status": self.status,
                 "ok": self.ok, "verdict": self.verdict}
 
 
@@ -496,7 +500,7 @@ def _orders(runs, ref_frames, check_frames, order_tolerance) -> list:
     out = []
     for name, words, unit in _QUANTITIES:
         floor = max(ref_error[name], ROUND_OFF_FACTOR * n_steps * np.finfo(float).eps * scale[name])
-        out.append(_judge(name, words, unit, runs, errors[name], floor, order_tolerance))
+        out.append(replace(_judge(name, words, unit, runs, errors[name], floor, order_tolerance), scale=scale[name]))
     return out
 
 
