@@ -357,11 +357,11 @@ def diagnose(scenario: Scenario, span: float, runs: Sequence[StepRun], quantitie
     low = [(q, p) for q in off for p in q.orders if p is not None and p < NEWTON_SIGNATURE_ORDER]
     if low:
         grows = [q.label for q, p in low if p < 0]
-        slow = [q.label for q, p in low if p >= 0 and q.label not in grows]
+        slow = [(q.label, p) for q, p in low if p >= 0 and q.label not in grows]
         what = "; ".join(x for x in (
             f"the {', '.join(dict.fromkeys(grows))} error grows when Δt shrinks" if grows else "",
-            f"the {', '.join(dict.fromkeys(slow))} error falls at order {min(p for q, p in low if p >= 0):.2g} "
-            f"at best" if slow else "") if x)
+            f"the {', '.join(dict.fromkeys(label for label, _ in slow))} error falls at an order as low as "
+            f"{min(p for _, p in slow):.2g}" if slow else "") if x)
         it = scenario.integrator
         hints.append(
             f"{what}: a second-order scheme cannot do that, an error that does not shrink with Δt can -- "
@@ -398,7 +398,8 @@ def load_kinks(scenario: Scenario, span: float) -> list:
         elif isinstance(f, Table):
             t, v = np.asarray(f.times, float), np.asarray(f.values, float)
             slopes = np.concatenate(([0.0], np.diff(v) / np.diff(t), [0.0]))
-            ts = [float(x) for x, a, b in zip(t, slopes[:-1], slopes[1:]) if a != b]
+            ts = [float(x) for x, a, b in zip(t, slopes[:-1], slopes[1:])
+                  if not np.isclose(a, b, rtol=1e-9, atol=1e-12 * float(np.abs(slopes).max(initial=0.0)))]
             kind = "table"
         else:
             continue

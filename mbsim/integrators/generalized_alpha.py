@@ -19,7 +19,8 @@ correction (Δr, Δθ) is the spatial one of THEORY §1: ``d ← d + Δr`` and
 Newton stopping test (documented for users in docs/newton.md).  Every
 iteration k ≥ 1 evaluates the residual R_k at the iterate u_k and solves
 for the next correction Δu_k = K⁻¹R_k with the factorization in use.  With
-the contraction rate ρ_k = ‖Δu_k‖/‖Δu_{k−1}‖, the distance from u_k to the
+the contraction rate ρ_k = ‖Δu_k‖/‖Δu_{k−1}‖ (in the max-norm that weighs
+each body's translation and rotation by its tolerance), the distance from u_k to the
 solution of the step is at most ‖Δu_k‖/(1 − ρ_k) (a contraction's
 a-posteriori bound), and u_k -- whose residual was evaluated -- is accepted
 when that bound is within tolerance, body by body and kind by kind:
@@ -27,7 +28,8 @@ when that bound is within tolerance, body by body and kind by kind:
     translation: |e| ≤ min(tol(r'), tol(v')/g, tol(a')/c_a)         [m]
     rotation:    |e| ≤ min(tol(1 rad), tol(ω')/G, tol(α')/C)         [rad]
     tol(x) = atol + rtol·|x|,  g = γ/(βΔt),  c_a = 1/(βΔt²),
-    with |a'| ≥ the forces acting per unit mass and |α'| ≥ the moments per unit inertia,
+    where, inside tol(a'), |a'| stands for max(|a'|, |Q_r|/(α_m m)) (the forces acting per
+    unit mass) and, inside tol(α'), |α'| for max(|α'|, |Q_θ|/(α_m J_max)),
     G = g·t + |ω'|,  C = c_a·t + |α'|,  t = 1 + |θ|/2 + |θ|²/4 ≥ ‖T(θ)‖
 
 because an error e of the unknowns is an error e, g·e and c_a·e of the
@@ -63,7 +65,7 @@ from ..assembly import Assembler
 from ..linalg import LinearSolver, SingularMatrix
 from ..model.kinematics import Kinematics
 from ..model.model import Model
-from ..model.rotations import (cay, cay_compose, cay_quat, cayvec_quat, cross, matvec, quat_conj, quat_mul,
+from ..model.rotations import (cay, cay_compose, cayvec_quat, cross, matvec, quat_conj, quat_mul,
                                quat_normalize, quat_to_matrix, skew, tmat, tmatvec)
 from ..scenario.spec import IntegratorSpec
 
@@ -178,7 +180,7 @@ class StepResult:
 class GeneralizedAlpha:
     """One generalized-α step of a :class:`Model`, solved by Newton–Raphson.
 
-    Counters: ``n_steps``, ``n_iterations`` (linear solves), ``n_assemblies``,
+    Counters: ``n_steps``, ``n_iterations`` (Newton corrections applied), ``n_assemblies``,
     and the linear solver's ``nlu``.
     """
 

@@ -14,6 +14,28 @@ from .connectors import _add_block
 
 
 @njit(cache=True)
+def cay_matrix(t, C):
+    """C ← cay(t) = I + 4/(4+|t|²)(t̂ + ½t̂²), with t̂² = ttᵀ − |t|² I (THEORY §3)."""
+    tt = t[0] * t[0] + t[1] * t[1] + t[2] * t[2]
+    s = 4.0 / (4.0 + tt)
+    for r in range(3):
+        for q in range(3):
+            C[r, q] = s * 0.5 * (t[r] * t[q] - (tt if r == q else 0.0)) + (1.0 if r == q else 0.0)
+    C[0, 1] -= s * t[2]; C[0, 2] += s * t[1]; C[1, 0] += s * t[2]
+    C[1, 2] -= s * t[0]; C[2, 0] -= s * t[1]; C[2, 1] += s * t[0]
+
+
+@njit(cache=True)
+def cay_compose(c, t):
+    """t ← the Cayley vector of cay(c)·cay(t): (c + t + ½ c×t) / (1 − ¼ c·t) (the Newton update of θ)."""
+    t0, t1, t2 = t[0], t[1], t[2]
+    den = 1.0 - 0.25 * (c[0] * t0 + c[1] * t1 + c[2] * t2)
+    t[0] = (c[0] + t0 + 0.5 * (c[1] * t2 - c[2] * t1)) / den
+    t[1] = (c[1] + t1 + 0.5 * (c[2] * t0 - c[0] * t2)) / den
+    t[2] = (c[2] + t2 + 0.5 * (c[0] * t1 - c[1] * t0)) / den
+
+
+@njit(cache=True)
 def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
                r1, q1, R1, T, Omega, v1, a1, w1, al1):
     """r' = r_n + d, q' = quat(cay θ) ⊗ q_n (normalised; q_n itself when θ = 0), Λ', T(θ),
@@ -39,14 +61,10 @@ def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred
         Ri[0, 0] = 1 - 2 * (y0 * y0 + z0 * z0); Ri[0, 1] = 2 * (x0 * y0 - w0 * z0); Ri[0, 2] = 2 * (x0 * z0 + w0 * y0)
         Ri[1, 0] = 2 * (x0 * y0 + w0 * z0); Ri[1, 1] = 1 - 2 * (x0 * x0 + z0 * z0); Ri[1, 2] = 2 * (y0 * z0 - w0 * x0)
         Ri[2, 0] = 2 * (x0 * z0 - w0 * y0); Ri[2, 1] = 2 * (y0 * z0 + w0 * x0); Ri[2, 2] = 1 - 2 * (x0 * x0 + y0 * y0)
-        # cay(θ) = I + 4/(4+|θ|²)(θ̂ + ½θ̂²),  θ̂² = θθᵀ − |θ|² I
-        s = 4.0 / (4.0 + tt)
+        cay_matrix(t, C)
         for r in range(3):
             for q in range(3):
-                C[r, q] = s * 0.5 * (t[r] * t[q] - (tt if r == q else 0.0)) + (1.0 if r == q else 0.0)
                 T[i, r, q] = 0.25 * t[r] * t[q] + (1.0 if r == q else 0.0)
-        C[0, 1] -= s * t[2]; C[0, 2] += s * t[1]; C[1, 0] += s * t[2]
-        C[1, 2] -= s * t[0]; C[2, 0] -= s * t[1]; C[2, 1] += s * t[0]
         T[i, 0, 1] -= 0.5 * t[2]; T[i, 0, 2] += 0.5 * t[1]; T[i, 1, 0] += 0.5 * t[2]
         T[i, 1, 2] -= 0.5 * t[0]; T[i, 2, 0] -= 0.5 * t[1]; T[i, 2, 1] += 0.5 * t[0]
         for j in range(3):

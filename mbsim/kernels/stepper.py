@@ -20,6 +20,7 @@ from . import connectors as kc
 from . import dense, njit, tree
 
 _EPS = float(np.finfo(np.float64).eps)
+_TINY = float(np.finfo(np.float64).tiny)  # as np.finfo(float).tiny in the Python step
 
 
 def kind_arguments(model, assembler=None) -> tuple:
@@ -57,20 +58,6 @@ def _rotations(q, R):
         R[i, 0, 0] = 1 - 2 * (y * y + z * z); R[i, 0, 1] = 2 * (x * y - w * z); R[i, 0, 2] = 2 * (x * z + w * y)
         R[i, 1, 0] = 2 * (x * y + w * z); R[i, 1, 1] = 1 - 2 * (x * x + z * z); R[i, 1, 2] = 2 * (y * z - w * x)
         R[i, 2, 0] = 2 * (x * z - w * y); R[i, 2, 1] = 2 * (y * z + w * x); R[i, 2, 2] = 1 - 2 * (x * x + y * y)
-
-
-@njit(cache=True)
-def _left_cayley(c, q):
-    """q ← normalize(quat(cay(c)) ⊗ q) for one body (THEORY §1 update)."""
-    n = np.sqrt(1.0 + 0.25 * (c[0] * c[0] + c[1] * c[1] + c[2] * c[2]))
-    pw, px, py, pz = 1.0 / n, 0.5 * c[0] / n, 0.5 * c[1] / n, 0.5 * c[2] / n
-    qw, qx, qy, qz = q[0], q[1], q[2], q[3]
-    w = pw * qw - (px * qx + py * qy + pz * qz)
-    x = pw * qx + qw * px + (py * qz - pz * qy)
-    y = pw * qy + qw * py + (pz * qx - px * qz)
-    z = pw * qz + qw * pz + (px * qy - py * qx)
-    s = np.sqrt(w * w + x * x + y * y + z * z)
-    q[0], q[1], q[2], q[3] = w / s, x / s, y / s, z / s
 
 
 @njit(cache=True)
@@ -316,13 +303,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
                     d[i, j] = dt * v[i, j] + 0.5 * dt * dt * a[i, j]
                     th[i, j] = c[j]
                 continue
-            tt = c[0] * c[0] + c[1] * c[1] + c[2] * c[2]
-            s4 = 4.0 / (4.0 + tt)
-            for j in range(3):
-                for k in range(3):
-                    C[j, k] = s4 * 0.5 * (c[j] * c[k] - (tt if j == k else 0.0)) + (1.0 if j == k else 0.0)
-            C[0, 1] -= s4 * c[2]; C[0, 2] += s4 * c[1]; C[1, 0] += s4 * c[2]
-            C[1, 2] -= s4 * c[0]; C[2, 0] -= s4 * c[1]; C[2, 1] += s4 * c[0]
+            kb.cay_matrix(c, C)
             for j in range(3):
                 A[j] = al[i, j] + ratio * (al[i, j] - al_prev[i, j])
             for j in range(3):
@@ -354,21 +335,14 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
                 break
             if nh >= 4 and hist[nh - 1] > hist[nh - 2] > hist[nh - 3] > hist[nh - 4]:
                 break
-            if rnorm > 1e8 * max(hist[0], 1e-300):
+            if rnorm > 1e8 * max(hist[0], _TINY):
                 break
             _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1, al1,
                         a_pred, w_pred, al_pred, R, Q, tol)
-            if fresh:
-                counters[1] += 1
-                if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
-                    lu_state[0] = 0.0
-                    break
-                lu_state[0] = 1.0
-                lu_state[1] = dt
-                have = True
-            _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R, du, tree_work)
-            if not _all_finite(du):
+            if not _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv,
+                               lu_state, dt, R, du, tree_work, counters):
                 break
+            have = True
             sz = _size(du, tol)
             rate = sz / last if last > 0.0 else np.inf
             if k > 0 and (sz <= noise or (rate < 1.0 and sz <= 1.0 - rate)):
@@ -384,14 +358,8 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
                           dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                           tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
                           R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, work)
-                counters[1] += 1
-                if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
-                    lu_state[0] = 0.0
-                    break
-                lu_state[0] = 1.0
-                lu_state[1] = dt
-                _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R, du, tree_work)
-                if not _all_finite(du):
+                if not _correction(True, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
+                                   lu_piv, lu_state, dt, R, du, tree_work, counters):
                     break
                 sz = _size(du, tol)
             if not modified:
@@ -404,12 +372,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
                 for j in range(3):
                     d[i, j] += du[6 * i + j]
                     c[j] = du[6 * i + 3 + j]
-                # θ ← cayvec(cay(Δθ) cay(θ)) = (Δθ + θ + ½Δθ×θ) / (1 − ¼Δθ·θ)
-                t0, t1, t2 = th[i, 0], th[i, 1], th[i, 2]
-                den = 1.0 - 0.25 * (c[0] * t0 + c[1] * t1 + c[2] * t2)
-                th[i, 0] = (c[0] + t0 + 0.5 * (c[1] * t2 - c[2] * t1)) / den
-                th[i, 1] = (c[1] + t1 + 0.5 * (c[2] * t0 - c[0] * t2)) / den
-                th[i, 2] = (c[2] + t2 + 0.5 * (c[0] * t1 - c[1] * t0)) / den
+                kb.cay_compose(c, th[i])
         if not converged:
             lu_state[0] = 0.0
             return step
@@ -436,6 +399,23 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
         energy[2] = pd
         energy[3] = pe
     return nsteps
+
+
+@njit(cache=True)
+def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv, lu_state, dt,
+                R, du, tree_work, counters):
+    """:meth:`mbsim.integrators.GeneralizedAlpha._correction`: du ← K⁻¹R with the factorization in
+    ``lu_data``, factorizing the tangent ``data`` first if ``fresh``; False when the tangent is
+    singular or du is not finite."""
+    if fresh:
+        counters[1] += 1
+        if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
+            lu_state[0] = 0.0
+            return False
+        lu_state[0] = 1.0
+        lu_state[1] = dt
+    _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R, du, tree_work)
+    return _all_finite(du)
 
 
 @njit(cache=True)
