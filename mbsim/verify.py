@@ -569,5 +569,6 @@ def _e(x) -> str:
     return f"{float(x):.2g}" if x == 0 else f"{float(x):.2e}"
 
 
-__all__ = ["verify", "diagnose", "load_kinks", "VerifyReport", "StepRun", "ReferenceRun", "QuantityOrder", "EXPECTED_ORDER",
+__all__ = ["verify", "diagnose", "load_kinks", "VerifyReport", "StepRun", "ReferenceRun", "QuantityOrder",
+           "EXPECTED_ORDER",
            "ORDER_TOLERANCE", "ROUND_OFF_FACTOR", "REFERENCE_CHECK_FACTOR"]

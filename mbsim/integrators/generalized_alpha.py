@@ -82,6 +82,11 @@ _EPS = float(np.finfo(float).eps)
 # of them is noise, while any contraction faster than 0.99 still bounds the error by the tolerance.
 NOISE_SIZE = 0.01
 
+# A step that needed this many corrections or more hands the next step a fresh
+# factorization (made with its first residual, at no extra evaluation): the kept one
+# contracts too slowly for the motion, where a fresh tangent takes about two.
+SLOW_STEP = 3
+
 # Modified Newton keeps a factorization while each correction is at most this
 # fraction of the one before; a slower contraction means the tangent has
 # drifted too far, and it is recomputed at the current iterate.
@@ -488,6 +493,8 @@ class GeneralizedAlpha:
             return StepResult(status, k, history[-1] if history else np.nan, msg, None, history)
 
         self.n_steps += 1
+        if k >= SLOW_STEP:
+            self.lu = None  # the factorization contracts too slowly for this motion: a fresh one for the next step
         new = State(s.t + dt, it.r1, it.q1, it.v1, it.a1, it.w1, it.al1, s.dissipated, s.external_work,
                     a_prev=s.a, al_prev=s.al, dt_prev=dt)
         t0 = self.clock()
@@ -664,7 +671,7 @@ class GeneralizedAlpha:
             "kinds": f["kinds"],
             "solver": (self.assembler.body_pos, self.assembler.size, *f["structure"],
                        {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol,
-                       spec.atol, ROUNDOFF_FACTOR, NOISE_SIZE, CONTRACTION_LIMIT),
+                       spec.atol, ROUNDOFF_FACTOR, NOISE_SIZE, CONTRACTION_LIMIT, SLOW_STEP),
             "work": (f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters),
             "iterations": iterations, "residuals": residuals, "counters": counters,
         }

@@ -236,7 +236,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
             dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
             tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
             body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
-            contraction, lu_data, lu_piv, lu_state, iterations, residuals, counters):
+            contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters):
     """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
 
     ``a_prev``/``al_prev`` and ``prev_dt[0]`` are the predictor's history
@@ -377,6 +377,8 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
             lu_state[0] = 0.0
             return step
         iterations[step] = k
+        if k >= slow:
+            lu_state[0] = 0.0  # GeneralizedAlpha._newton: a fresh factorization for the next step
         residuals[step] = hist[nh - 1]
         # --- accept: state, predictor history, energy integrals (trapezoidal, like the Python step) ----
         for i in range(n_all):
@@ -497,7 +499,7 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt
                    dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                    tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
                    body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
-                   contraction, lu_data, lu_piv, lu_state, iterations, residuals, counters,
+                   contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
                    scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
     """Up to ``nframes`` output frames of ``spf`` steps each: :func:`advance`
     per frame (a fresh tangent at the start of each, as between the blocks
@@ -537,7 +539,8 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt
                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
                         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
                         body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff,
-                        noise, contraction, lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1], counters)
+                        noise, contraction, slow, lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1],
+                        counters)
         if taken < spf:
             status[0] = taken
             return f

@@ -211,7 +211,8 @@ def _quantity(errors, orders, status="off"):
     return QuantityOrder("angular_velocity", "angular velocity", "rad/s", errors, orders, 1e-12, status, "")
 
 
-RUNS = [StepRun(h, lab, "completed", "", 1, 1, 0.1, 3) for h, lab in ((1e-3, "Δt"), (5e-4, "Δt/2"), (2.5e-4, "Δt/4"))]
+RUNS = [StepRun(h, lab, "completed", "", 1, 1, 0.1, 3)
+        for h, lab in ((1e-3, "Δt"), (5e-4, "Δt/2"), (2.5e-4, "Δt/4"))]
 
 
 def test_an_error_that_grows_or_falls_at_order_one_points_at_the_newton_tolerance():
