@@ -51,7 +51,7 @@ class Damper(ConnectorKind):
         f, L, pw = np.empty((n, 3)), np.empty(n), np.empty(n)
         T = kin.T if kin.T is not None else _UNUSED  # a single state: no tangent, T unused
         kc.damper(self.ia, self.ib, self.ZA, self.ZB, self.c, kin.alpha_f, kin.g, kin.R1, kin.Rn, kin.r1, kin.rn,
-                  kin.v1, kin.vn, kin.w1, kin.wn, T, MODES[tangent], res, K, f, L, pw, NOPOS, NODATA)
+                  kin.v1, kin.vn, kin.w1, kin.wn, T, MODES[tangent], res, K, f, L, pw, NOPOS, NODATA, np.empty(kc.SCRATCH))
         return ElementEval(residual=res, tangent=K if tangent is not None else None, force=f,
                            moment=np.zeros_like(f), length=L, power=pw, potential=np.zeros(n),
                            degenerate=np.zeros(n, bool))

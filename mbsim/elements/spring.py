@@ -51,6 +51,6 @@ class Spring(ConnectorKind):
         res, K = outputs(n, tangent)
         f, L, pot, deg = np.empty((n, 3)), np.empty(n), np.empty(n), np.empty(n, dtype=np.bool_)
         kc.spring(self.ia, self.ib, self.ZA, self.ZB, self.k, self.L0, kin.alpha_f, kin.R1, kin.Rn, kin.r1, kin.rn,
-                  MODES[tangent], res, K, f, L, pot, deg, NOPOS, NODATA)
+                  MODES[tangent], res, K, f, L, pot, deg, NOPOS, NODATA, np.empty(kc.SCRATCH))
         return ElementEval(residual=res, tangent=K if tangent is not None else None, force=f,
                            moment=np.zeros_like(f), length=L, power=np.zeros(n), potential=pot, degenerate=deg)

@@ -67,7 +67,7 @@ class TorsionalDamper(ConnectorKind):
         m, pw = np.empty((n, 3)), np.empty(n)
         T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)  # single state: unused
         kc.torsional(self.ia, self.ib, self.E, self.chi, self.c0, self.c1, kin.alpha_f, kin.g, kin.R1, kin.Rn,
-                     kin.w1, kin.wn, T, Om, MODES[tangent], res, K, m, pw, NOPOS, NODATA)
+                     kin.w1, kin.wn, T, Om, MODES[tangent], res, K, m, pw, NOPOS, NODATA, np.empty(kc.SCRATCH))
         return ElementEval(residual=res, tangent=K if tangent is not None else None, force=np.zeros_like(m),
                            moment=m, length=np.full(n, np.nan), power=pw, potential=np.zeros(n),
                            degenerate=np.zeros(n, bool))

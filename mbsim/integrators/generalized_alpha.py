@@ -340,6 +340,7 @@ class GeneralizedAlpha:
     def _evaluate_compiled(self, ctx, d, th, tangent):
         """The same quantities from the compiled kernels (:mod:`mbsim.kernels`)."""
         from ..kernels import bodies as kb
+        from ..kernels import connectors as kc
         m, p, clock, asm = self.model, self.params, self.clock, self.assembler
         nm, n = m.n_moving, m.n_all
         s = ctx.s
@@ -347,14 +348,15 @@ class GeneralizedAlpha:
         R1, T, Om = np.empty((n, 3, 3)), np.empty((n, 3, 3)), np.empty((n, 3, 3))
         r1, v1, a1, w1, al1 = (np.empty((n, 3)) for _ in range(5))
         q1 = np.empty((n, 4))
+        scr = np.empty(kc.SCRATCH)
         kb.kinematics(d, th, s.q, s.r, s.v, s.a, s.w, s.al, ctx.dt, ctx.c_a, ctx.g, p.gamma, ctx.a_pred,
-                      ctx.w_pred, ctx.al_pred, r1, q1, R1, T, Om, v1, a1, w1, al1)
+                      ctx.w_pred, ctx.al_pred, r1, q1, R1, T, Om, v1, a1, w1, al1, scr)
         kin = Kinematics(alpha_f=p.alpha_f, R1=R1, Rn=ctx.Rn, r1=r1, rn=s.r, v1=v1, vn=s.v, w1=w1, wn=s.w,
                          g=ctx.g, T=T, Omega=Om)
         R, Q = np.empty(asm.ndof), np.empty(asm.ndof)
         Ktt = np.empty((nm, 3, 3)) if tangent is not None else np.empty((1, 3, 3))
         kb.residual(nm, m.mass, m.inertia, R1, ctx.Rn, T, a1, s.a, w1, al1, ctx.F_ext, ctx.M_ext, ctx.Xn,
-                    p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt)
+                    p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt, scr)
         t1 = clock()
         evals = [kind.evaluate(kin, tangent) for kind in m.kinds]
         t2 = clock()

@@ -37,11 +37,12 @@ def cay_compose(c, t):
 
 @njit(cache=True)
 def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-               r1, q1, R1, T, Omega, v1, a1, w1, al1):
+               r1, q1, R1, T, Omega, v1, a1, w1, al1, scr):
     """r' = r_n + d, q' = quat(cay θ) ⊗ q_n (normalised; q_n itself when θ = 0), Λ', T(θ),
-    Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4)."""
-    C = np.empty((3, 3))
-    u = np.empty(3)
+    Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4)
+    (``scr``: connectors.SCRATCH floats of work space)."""
+    C = scr[0:9].reshape((3, 3))
+    u = scr[9:12]
     for i in range(d.shape[0]):
         t = th[i]
         tt = t[0] * t[0] + t[1] * t[1] + t[2] * t[2]
@@ -88,11 +89,11 @@ def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred
 
 @njit(cache=True)
 def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, Xn, af, am, c_a, g, want_tangent,
-             R, Q, Ktt):
+             R, Q, Ktt, scr):
     """Body residual (THEORY §5) into R and its force scale into Q (both (6·nm,)), and the
     rotational tangent blocks K_θθ into Ktt (nm, 3, 3) if ``want_tangent``."""
-    W = np.empty(3); A = np.empty(3); JW = np.empty(3); X = np.empty(3); RX = np.empty(3)
-    S = np.empty((3, 3)); inner = np.empty((3, 3)); LI = np.empty((3, 3))
+    W = scr[0:3]; A = scr[3:6]; JW = scr[6:9]; X = scr[9:12]; RX = scr[12:15]
+    S = scr[15:24].reshape((3, 3)); inner = scr[24:33].reshape((3, 3)); LI = scr[33:42].reshape((3, 3))
     for i in range(nm):
         Ri, Rni, J = R1[i], Rn[i], Jb[i]
         for j in range(3):

@@ -25,6 +25,11 @@ NONE, CONSISTENT, SEED = 0, 1, 2
 _DEGENERATE_LENGTH = 1e-12
 
 
+# Floats of work space a kernel of this module (or of mbsim.kernels.bodies) takes as ``scr``: its
+# small vectors and matrices are views of it, so a call allocates nothing (~450 ns saved a call).
+SCRATCH = 96
+
+
 @njit(cache=True)
 def _mv(R, Z, out):
     for i in range(3):
@@ -133,12 +138,13 @@ def _deliver(Ke, e, pos, data):
 
 @njit(cache=True)
 def spring(ia, ib, ZA, ZB, k, L0, af, R1, Rn, r1, rn, mode,
-           res, K, force, length, potential, degenerate, pos, data):
-    """Spring ``f = k (1 − L0/L) c`` (THEORY §7); fills the output arrays in place."""
-    zA1 = np.empty(3); zAn = np.empty(3); zAa = np.empty(3); xA = np.empty(3)
-    zB1 = np.empty(3); zBn = np.empty(3); zBa = np.empty(3); xB = np.empty(3)
-    c = np.empty(3); f = np.empty(3); nv = np.empty(3); tmp = np.empty(3)
-    F = np.empty((4, 3, 3)); T3 = np.empty((3, 3))
+           res, K, force, length, potential, degenerate, pos, data, scr):
+    """Spring ``f = k (1 − L0/L) c`` (THEORY §7); fills the output arrays in place
+    (``scr``: SCRATCH floats of work space, so that a call allocates nothing)."""
+    zA1 = scr[0:3]; zAn = scr[3:6]; zAa = scr[6:9]; xA = scr[9:12]
+    zB1 = scr[12:15]; zBn = scr[15:18]; zBa = scr[18:21]; xB = scr[21:24]
+    c = scr[24:27]; f = scr[27:30]; nv = scr[30:33]; tmp = scr[33:36]
+    F = scr[36:72].reshape((4, 3, 3)); T3 = scr[72:81].reshape((3, 3))
     for e in range(ia.shape[0]):
         a, b = ia[e], ib[e]
         _point(af, R1[a], Rn[a], r1[a], rn[a], ZA[e], zA1, zAn, zAa, xA)
@@ -204,12 +210,13 @@ def _damper_B(g, z1, T, w1, consistent, out, tmp):
 
 @njit(cache=True)
 def damper(ia, ib, ZA, ZB, cd, af, g, R1, Rn, r1, rn, v1, vn, w1, wn, T, mode,
-           res, K, force, length, power, pos, data):
-    """Dashpot ``f = ε_c (v_pt,B,α − v_pt,A,α)`` (THEORY §7); fills the outputs in place."""
-    zA1 = np.empty(3); zAn = np.empty(3); zAa = np.empty(3); xA = np.empty(3)
-    zB1 = np.empty(3); zBn = np.empty(3); zBa = np.empty(3); xB = np.empty(3)
-    dv = np.empty(3); f = np.empty(3); tmp = np.empty(3); t1 = np.empty(3); t2 = np.empty(3)
-    F = np.empty((4, 3, 3)); M3 = np.empty((3, 3))
+           res, K, force, length, power, pos, data, scr):
+    """Dashpot ``f = ε_c (v_pt,B,α − v_pt,A,α)`` (THEORY §7); fills the outputs in place
+    (``scr``: SCRATCH floats of work space)."""
+    zA1 = scr[0:3]; zAn = scr[3:6]; zAa = scr[6:9]; xA = scr[9:12]
+    zB1 = scr[12:15]; zBn = scr[15:18]; zBa = scr[18:21]; xB = scr[21:24]
+    dv = scr[24:27]; f = scr[27:30]; tmp = scr[30:33]; t1 = scr[33:36]; t2 = scr[36:39]
+    F = scr[39:75].reshape((4, 3, 3)); M3 = scr[75:84].reshape((3, 3))
     for e in range(ia.shape[0]):
         a, b = ia[e], ib[e]
         _point(af, R1[a], Rn[a], r1[a], rn[a], ZA[e], zA1, zAn, zAa, xA)
@@ -252,11 +259,12 @@ def damper(ia, ib, ZA, ZB, cd, af, g, R1, Rn, r1, rn, v1, vn, w1, wn, T, mode,
 
 @njit(cache=True)
 def torsional(ia, ib, E, chi, c0, c1, af, g, R1, Rn, w1, wn, T, Omega, mode,
-              res, K, moment, power, pos, data):
-    """Torsional damper ``m = χ_r P (ω_B,α − ω_A,α)``, P = c0 I + c1 n⊗n (THEORY §7)."""
-    n1 = np.empty(3); nn = np.empty(3); nv = np.empty(3); w = np.empty(3); m = np.empty(3)
-    P = np.empty((3, 3)); W = np.empty((3, 3)); A = np.empty((3, 3)); MA = np.empty((3, 3))
-    MB = np.empty((3, 3))
+              res, K, moment, power, pos, data, scr):
+    """Torsional damper ``m = χ_r P (ω_B,α − ω_A,α)``, P = c0 I + c1 n⊗n (THEORY §7)
+    (``scr``: SCRATCH floats of work space)."""
+    n1 = scr[0:3]; nn = scr[3:6]; nv = scr[6:9]; w = scr[9:12]; m = scr[12:15]
+    P = scr[15:24].reshape((3, 3)); W = scr[24:33].reshape((3, 3)); A = scr[33:42].reshape((3, 3))
+    MA = scr[42:51].reshape((3, 3)); MB = scr[51:60].reshape((3, 3))
     for e in range(ia.shape[0]):
         a, b = ia[e], ib[e]
         for i in range(3):

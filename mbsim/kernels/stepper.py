@@ -75,10 +75,10 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     ``work`` holds every array they write (:func:`_work`).
     """
     (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-     scratch, _, _, _) = work
+     scratch, _, _, _, scr) = work
     kb.kinematics(d, th, s_q, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-                  r1, q1, R1, T, Om, v1, a1, w1, al1)
-    kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, Fa, Ma, Xn, af, am, c_a, g, mode != 0, R, Q, Ktt)
+                  r1, q1, R1, T, Om, v1, a1, w1, al1, scr)
+    kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, Fa, Ma, Xn, af, am, c_a, g, mode != 0, R, Q, Ktt, scr)
     if mode != 0:
         data[:] = 0.0
         kb.scatter_bodies(body_pos, krr, Ktt, data)
@@ -86,19 +86,19 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     n = sp_ia.shape[0]
     if n:
         kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, af, R1, Rn, r1, s_r, mode, sp_res, scratch, sp_f, sp_L,
-                  sp_pot, sp_deg, sp_pos, data)
+                  sp_pot, sp_deg, sp_pos, data, scr)
         kb.scatter_residual(sp_dofs, sp_res, R, Q)
         for e in range(n):
             degenerate = degenerate or sp_deg[e]
     n = dp_ia.shape[0]
     if n:
         kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, af, g, R1, Rn, r1, s_r, v1, s_v, w1, s_w, T, mode,
-                  dp_res, scratch, dp_f, dp_L, dp_pw, dp_pos, data)
+                  dp_res, scratch, dp_f, dp_L, dp_pw, dp_pos, data, scr)
         kb.scatter_residual(dp_dofs, dp_res, R, Q)
     n = tq_ia.shape[0]
     if n:
         kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, af, g, R1, Rn, w1, s_w, T, Om, mode, tq_res, scratch,
-                     tq_m, tq_pw, tq_pos, data)
+                     tq_m, tq_pw, tq_pos, data, scr)
         kb.scatter_residual(tq_dofs, tq_res, R, Q)
     return degenerate
 
@@ -107,11 +107,12 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
 def _work(n_sp, n_dp, n_tq):
     """The arrays the connector kernels write, allocated once per compiled call: per kind its
     residuals (n, 12) and outputs, a (1, 12, 12) tangent scratch block, a (1, 3, 3) zero block,
-    and the empty scatter maps of a call without tangent."""
+    the empty scatter maps of a call without tangent, and the kernels' own work space."""
     return (np.empty((n_sp, 12)), np.empty((n_sp, 3)), np.empty(n_sp), np.empty(n_sp), np.empty(n_sp, np.bool_),
             np.empty((n_dp, 12)), np.empty((n_dp, 3)), np.empty(n_dp), np.empty(n_dp),
             np.empty((n_tq, 12)), np.empty((n_tq, 3)), np.empty(n_tq),
-            np.empty((1, 12, 12)), np.zeros((1, 3, 3)), np.zeros((0, 144), np.int32), np.zeros(0))
+            np.empty((1, 12, 12)), np.zeros((1, 3, 3)), np.zeros((0, 144), np.int32), np.zeros(0),
+            np.empty(kc.SCRATCH))
 
 
 @njit(cache=True)
@@ -131,7 +132,7 @@ def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
     every body; returns (spring energy, dissipated power).  ``work``: :func:`_work`."""
     _rotations(q, R)
     (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-     K, dummy, nopos, nodata) = work
+     K, dummy, nopos, nodata, scr) = work
     # "no tangent" as a run-time int64, not the literal 0: a literal argument would make numba
     # compile a second specialization of every connector kernel (~15 s on the first run)
     no_tangent = 0 * r.shape[0]
@@ -144,21 +145,21 @@ def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
     n = sp_ia.shape[0]
     if n:
         kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, no_tangent, sp_res, K, sp_f, sp_L, sp_pot,
-                  sp_deg, nopos, nodata)
+                  sp_deg, nopos, nodata, scr)
         _to_scenario_order(sp_index, sp_f, sp_L, force, length)
         for e in range(n):
             energy += sp_pot[e]
     n = dp_ia.shape[0]
     if n:
         kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, no_tangent, dp_res, K,
-                  dp_f, dp_L, dp_pw, nopos, nodata)
+                  dp_f, dp_L, dp_pw, nopos, nodata, scr)
         _to_scenario_order(dp_index, dp_f, dp_L, force, length)
         for e in range(n):
             power += dp_pw[e]
     n = tq_ia.shape[0]
     if n:
         kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, no_tangent, tq_res,
-                     K, tq_m, tq_pw, nopos, nodata)
+                     K, tq_m, tq_pw, nopos, nodata, scr)
         for e in range(n):
             for j in range(3):
                 moment[tq_index[e], j] = tq_m[e, j]
