@@ -519,17 +519,26 @@ class _Loop:
         if self.writer is not None:
             self.writer.close(status, message, self._counters(wall))
         self._close_time = time.perf_counter() - t0
+        # An interrupt (Ctrl-C, SIGTERM) can land between the appends of one frame's values to
+        # these lists: keep the frames every list holds.
+        energies = _complete_frames(self.energies)
         with np.errstate(all="ignore"):
-            drift, rel = energy_drift(*(self.energies[k] for k in ("kinetic", "potential", "dissipated",
-                                                                    "external_work")))
+            drift, rel = energy_drift(*(energies[k] for k in ("kinetic", "potential", "dissipated",
+                                                              "external_work")))
         data = None
         if self.keep:
-            data = {k: np.asarray(v) for k, v in self.kept.items()}
+            data = {k: np.asarray(v) for k, v in _complete_frames(self.kept).items()}
         rejected = self.controller.rejected if self.controller else 0
         return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, rejected,
                           wall, self.frames, drift, rel, linear_solver=integ.solver.kind, exit_code=code,
                           failure=failure, frames_data=data, compile_time_s=self.compile_s,
                           timing=dict(integ.timing, output=self.output_time + self._close_time))
+
+
+def _complete_frames(lists: dict) -> dict:
+    """The per-frame lists cut to the number of frames all of them hold."""
+    n = min((len(v) for v in lists.values()), default=0)
+    return {k: v[:n] for k, v in lists.items()}
 
 
 class _NonFiniteFrame(Exception):
