@@ -252,7 +252,7 @@ class GeneralizedAlpha:
         An = tmatvec(Rn[:nm], s.al[:nm])
         c_a = 1.0 / (beta * dt * dt)
         return _StepContext(
-            s=s, dt=dt, g=gamma / (beta * dt), c_a=c_a, Rn=Rn, qn_conj=quat_conj(s.q),
+            s=s, dt=dt, g=gamma / (beta * dt), c_a=c_a, Rn=Rn,
             F_ext=(af * F1 + (1 - af) * Fn)[:nm], M_ext=(af * M1 + (1 - af) * Mn)[:nm],
             Xn=(1 - am) * matvec(Jb, An) + (1 - af) * cross(Wn, matvec(Jb, Wn)),
             a_pred=-s.v / (beta * dt) + (1 - 0.5 / beta) * s.a,
@@ -281,7 +281,7 @@ class GeneralizedAlpha:
         return self._evaluate_numpy(ctx, d, th, tangent)
 
     def kinematics(self, ctx: "_StepContext", d: np.ndarray, th: np.ndarray) -> dict:
-        """r', q' (unit quaternions), Λ', T(θ), cay(θ), a', v', ω', α' of the iterate ``(d, th)``
+        """r', q' (unit quaternions), Λ', T(θ), a', v', ω', α' of the iterate ``(d, th)``
         for every body (THEORY §4); fixed bodies (d = θ = 0) keep their state exactly."""
         s, p, nm = ctx.s, self.params, self.model.n_moving
         r1, q1 = s.r.copy(), s.q.copy()
@@ -291,7 +291,7 @@ class GeneralizedAlpha:
         q1[:nm][turned] = quat_normalize(quat_mul(half, s.q[:nm][turned]))
         C = cay(th)
         a1 = ctx.c_a * d + ctx.a_pred
-        return {"r1": r1, "q1": q1, "R1": quat_to_matrix(q1), "T": tmat(th), "C": C, "a1": a1,
+        return {"r1": r1, "q1": q1, "R1": quat_to_matrix(q1), "T": tmat(th), "a1": a1,
                 "v1": s.v + ctx.dt * ((1 - p.gamma) * s.a + p.gamma * a1),
                 "w1": matvec(C, ctx.g * th + ctx.w_pred), "al1": matvec(C, ctx.c_a * th + ctx.al_pred)}
 
@@ -779,7 +779,6 @@ class _StepContext:
     g: float
     c_a: float
     Rn: np.ndarray
-    qn_conj: np.ndarray
     F_ext: np.ndarray
     M_ext: np.ndarray
     Xn: np.ndarray
