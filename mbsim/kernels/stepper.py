@@ -265,7 +265,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
     Xn = np.empty((nm, 3)); W = np.empty(3); A = np.empty(3); JW = np.empty(3)
     R = np.empty(ndof); Q = np.empty(ndof); data = np.empty(size)
     d = np.zeros((n_all, 3)); th = np.zeros((n_all, 3))
-    r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4)); C = np.empty((3, 3)); c = np.empty(3)
+    r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4))
     tol = np.empty((nm, 2)); stiff = np.empty(nm)
     hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
@@ -297,21 +297,20 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
         extrapolate = prev_dt[0] > 0.0
         ratio = dt / prev_dt[0] if extrapolate else 0.0
         for i in range(nm):
-            for j in range(3):
-                c[j] = dt * w[i, j] + 0.5 * dt * dt * al[i, j]  # θ₀
+            c0 = (dt * w[i, 0] + 0.5 * dt * dt * al[i, 0], dt * w[i, 1] + 0.5 * dt * dt * al[i, 1],
+                  dt * w[i, 2] + 0.5 * dt * dt * al[i, 2])  # θ₀
             if not extrapolate:
                 for j in range(3):
                     d[i, j] = dt * v[i, j] + 0.5 * dt * dt * a[i, j]
-                    th[i, j] = c[j]
+                    th[i, j] = c0[j]
                 continue
-            kb.cay_matrix(c, C)
-            for j in range(3):
-                A[j] = al[i, j] + ratio * (al[i, j] - al_prev[i, j])
+            # cay(θ₀)ᵀ applied to the extrapolated α
+            CA = kb.cay_mv(c0, (al[i, 0] + ratio * (al[i, 0] - al_prev[i, 0]), al[i, 1] + ratio * (al[i, 1] - al_prev[i, 1]),
+                                al[i, 2] + ratio * (al[i, 2] - al_prev[i, 2])), -1.0)
             for j in range(3):
                 d[i, j] = dt * v[i, j] + dt * dt * ((0.5 - beta) * a[i, j]
                                                     + beta * (a[i, j] + ratio * (a[i, j] - a_prev[i, j])))
-                th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j]
-                                                     + beta * (C[0, j] * A[0] + C[1, j] * A[1] + C[2, j] * A[2]))
+                th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j] + beta * CA[j])
         # --- Newton (GeneralizedAlpha._newton) ------------------------------------------
         have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
         last = np.inf
@@ -372,8 +371,7 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
             for i in range(nm):
                 for j in range(3):
                     d[i, j] += du[6 * i + j]
-                    c[j] = du[6 * i + 3 + j]
-                kb.cay_compose(c, th[i])
+                kb.cay_compose((du[6 * i + 3], du[6 * i + 4], du[6 * i + 5]), th, i)
         if not converged:
             lu_state[0] = 0.0
             return step
