@@ -355,8 +355,8 @@ class GeneralizedAlpha:
                          g=ctx.g, T=T, Omega=Om)
         R, Q = np.empty(asm.ndof), np.empty(asm.ndof)
         Ktt = np.empty((nm, 3, 3)) if tangent is not None else np.empty((1, 3, 3))
-        kb.residual(nm, m.mass, m.inertia, R1, ctx.Rn, T, a1, s.a, w1, al1, ctx.F_ext, ctx.M_ext, ctx.Xn,
-                    p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt, scr)
+        kb.residual(nm, m.mass, m.inertia, R1, ctx.Rn, T, a1, s.a, w1, al1, ctx.F_ext[None], ctx.M_ext[None], 0,
+                    ctx.Xn, p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt, scr)
         t1 = clock()
         evals = [kind.evaluate(kin, tangent) for kind in m.kinds]
         t2 = clock()

@@ -99,17 +99,18 @@ def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred
 
 
 @njit(cache=True)
-def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, Xn, af, am, c_a, g, want_tangent,
+def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, k, Xn, af, am, c_a, g, want_tangent,
              R, Q, Ktt, scr):
     """Body residual (THEORY §5) into R and its force scale into Q (both (6·nm,)), and the
-    rotational tangent blocks K_θθ into Ktt (nm, 3, 3) if ``want_tangent``
+    rotational tangent blocks K_θθ into Ktt (nm, 3, 3) if ``want_tangent``; the loads at n+α
+    are ``F_ext[k]``, ``M_ext[k]`` (F_ext, M_ext: (steps, nm, 3))
     (``scr``: a connectors.SCRATCH array; S[0] = Λ_nᵀTᵀ, S[1] = inner, S[2] = Λ_α inner)."""
     S = scr
     for i in range(nm):
         for j in range(3):
             ir = mass[i] * (am * a1[i, j] + (1.0 - am) * an[i, j])
-            R[6 * i + j] = F_ext[i, j] - ir
-            Q[6 * i + j] = abs(F_ext[i, j]) + abs(ir)
+            R[6 * i + j] = F_ext[k, i, j] - ir
+            Q[6 * i + j] = abs(F_ext[k, i, j]) + abs(ir)
         W = mtv(R1, i, row(w1, i))  # material angular velocity and acceleration
         A = mtv(R1, i, row(al1, i))
         JW = mv(Jb, i, W)
@@ -121,8 +122,8 @@ def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, Xn, af, am,
         RnX = mv(Rn, i, X)
         for j in range(3):
             it = af * RX[j] + (1.0 - af) * RnX[j]
-            R[6 * i + 3 + j] = M_ext[i, j] - it
-            Q[6 * i + 3 + j] = abs(M_ext[i, j]) + abs(it)
+            R[6 * i + 3 + j] = M_ext[k, i, j] - it
+            Q[6 * i + 3 + j] = abs(M_ext[k, i, j]) + abs(it)
         if want_tangent:
             # inner = α_m J/(βΔt²) + α_f g (Ŵ J − (JW)^)
             for r in range(3):

@@ -14,54 +14,69 @@ from . import njit
 
 
 @njit(cache=True)
-def lu_in_place(A, piv):
-    """LU of the square matrix ``A`` in place, rows interchanged as recorded in ``piv``.
+def lu_block(a, off, n, piv, poff):
+    """LU in place of the n×n row-major matrix ``a[off : off + n²]``, rows interchanged as
+    recorded in ``piv[poff : poff + n]``: the same algorithm as ``getrf``.
 
-    Returns −1, or the column with a zero pivot.  (Also the 6×6 block LU of
-    :mod:`mbsim.kernels.tree`.)
+    Returns −1, or the column with a zero pivot.  Works on offsets into flat
+    storage rather than on views: the 6×6 blocks of :mod:`mbsim.kernels.tree`
+    are factorized in place, and a view costs two atomic reference-count
+    updates in numba, more than a 6×6 block's arithmetic.
     """
-    n = A.shape[0]
     for k in range(n):
         p = k
-        big = abs(A[k, k])
+        big = abs(a[off + n * k + k])
         for i in range(k + 1, n):
-            if abs(A[i, k]) > big:
-                big = abs(A[i, k])
+            x = abs(a[off + n * i + k])
+            if x > big:
+                big = x
                 p = i
-        piv[k] = p
+        piv[poff + k] = p
         if big == 0.0:
             return k
         if p != k:
             for j in range(n):
-                A[k, j], A[p, j] = A[p, j], A[k, j]
-        inv = 1.0 / A[k, k]
+                a[off + n * k + j], a[off + n * p + j] = a[off + n * p + j], a[off + n * k + j]
+        inv = 1.0 / a[off + n * k + k]
         for i in range(k + 1, n):
-            A[i, k] *= inv
-            f = A[i, k]
+            a[off + n * i + k] *= inv
+            f = a[off + n * i + k]
             if f != 0.0:
                 for j in range(k + 1, n):
-                    A[i, j] -= f * A[k, j]
+                    a[off + n * i + j] -= f * a[off + n * k + j]
     return -1
 
 
 @njit(cache=True)
-def lu_solve_in_place(A, piv, b):
-    """Overwrite ``b`` with the solution of the system factorized by :func:`lu_in_place`."""
-    n = A.shape[0]
+def lu_block_solve(a, off, n, piv, poff, b, boff):
+    """Overwrite ``b[boff : boff + n]`` with the solution of the system factorized by
+    :func:`lu_block`."""
     for k in range(n):
-        p = piv[k]
+        p = piv[poff + k]
         if p != k:
-            b[k], b[p] = b[p], b[k]
+            b[boff + k], b[boff + p] = b[boff + p], b[boff + k]
     for i in range(n):
-        s = b[i]
+        s = b[boff + i]
         for j in range(i):
-            s -= A[i, j] * b[j]
-        b[i] = s
+            s -= a[off + n * i + j] * b[boff + j]
+        b[boff + i] = s
     for i in range(n - 1, -1, -1):
-        s = b[i]
+        s = b[boff + i]
         for j in range(i + 1, n):
-            s -= A[i, j] * b[j]
-        b[i] = s / A[i, i]
+            s -= a[off + n * i + j] * b[boff + j]
+        b[boff + i] = s / a[off + n * i + i]
+
+
+@njit(cache=True)
+def lu_in_place(A, piv):
+    """:func:`lu_block` of the square C-contiguous matrix ``A``."""
+    return lu_block(A.reshape(-1), 0, A.shape[0], piv, 0)
+
+
+@njit(cache=True)
+def lu_solve_in_place(A, piv, b):
+    """:func:`lu_block_solve` with the factors of :func:`lu_in_place`, in place on ``b``."""
+    lu_block_solve(A.reshape(-1), 0, A.shape[0], piv, 0, b, 0)
 
 
 @njit(cache=True)
@@ -71,18 +86,16 @@ def factorize(data, flat, n, lu, piv):
     ``lu`` (at least n² values) receives the factors, ``piv`` (n) the row
     interchanges.  Returns −1, or the column with a zero pivot.
     """
-    A = lu[:n * n].reshape(n, n)
-    for i in range(n):
-        for j in range(n):
-            A[i, j] = 0.0
+    for i in range(n * n):
+        lu[i] = 0.0
     for k in range(data.shape[0]):
         lu[flat[k]] = data[k]
-    return lu_in_place(A, piv)
+    return lu_block(lu, 0, n, piv, 0)
 
 
 @njit(cache=True)
 def solve(lu, n, piv, rhs):
     """x with A x = rhs, from the factors of :func:`factorize`."""
     x = rhs.copy()
-    lu_solve_in_place(lu[:n * n].reshape(n, n), piv, x)
+    lu_block_solve(lu, 0, n, piv, 0, x, 0)
     return x

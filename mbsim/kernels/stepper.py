@@ -62,23 +62,25 @@ def _rotations(q, R):
 
 @njit(cache=True)
 def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
-              a_pred, w_pred, al_pred, Fa, Ma, Xn, mass, Jb, krr,
+              a_pred, w_pred, al_pred, F_alpha, M_alpha, step, Xn, mass, Jb, krr,
               sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
               dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
               tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, work):
+              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt,
+              sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw, scratch, scr):
     """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th), its
     positions, orientations and rates into r1, q1, …; returns True if a spring is degenerate.
 
     The connector kernels add their 12×12 blocks straight into ``data``
     through one (1, 12, 12) scratch block (no per-instance tangent array);
-    ``work`` holds every array they write (:func:`_work`).
+    ``sp_res`` … ``scr`` are the arrays they write (:func:`_work`), passed one by one: unpacking
+    a tuple of arrays in a function called every iteration costs two atomic reference-count
+    updates per array.  The loads are those of step ``step`` of ``F_alpha``/``M_alpha``.
     """
-    (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-     scratch, _, _, _, scr) = work
     kb.kinematics(d, th, s_q, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
                   r1, q1, R1, T, Om, v1, a1, w1, al1, scr)
-    kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, Fa, Ma, Xn, af, am, c_a, g, mode != 0, R, Q, Ktt, scr)
+    kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, F_alpha, M_alpha, step, Xn, af, am, c_a, g, mode != 0,
+                R, Q, Ktt, scr)
     if mode != 0:
         data[:] = 0.0
         kb.scatter_bodies(body_pos, krr, Ktt, data)
@@ -105,9 +107,10 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
 
 @njit(cache=True)
 def _work(n_sp, n_dp, n_tq):
-    """The arrays the connector kernels write, allocated once per compiled call: per kind its
-    residuals (n, 12) and outputs, a (1, 12, 12) tangent scratch block, a (1, 3, 3) zero block,
-    the empty scatter maps of a call without tangent, and the kernels' own work space."""
+    """The arrays the connector kernels write: per kind its residuals (n, 12) and outputs, a
+    (1, 12, 12) tangent scratch block, a (1, 3, 3) zero block, the empty scatter maps of a call
+    without tangent, and the kernels' own work space.  Callers unpack the tuple once, outside
+    their loops, and pass the arrays on one by one."""
     return (np.empty((n_sp, 12)), np.empty((n_sp, 3)), np.empty(n_sp), np.empty(n_sp), np.empty(n_sp, np.bool_),
             np.empty((n_dp, 12)), np.empty((n_dp, 3)), np.empty(n_dp), np.empty(n_dp),
             np.empty((n_tq, 12)), np.empty((n_tq, 3)), np.empty(n_tq),
@@ -127,12 +130,12 @@ def _to_scenario_order(index, f, L, force, length):
 @njit(cache=True)
 def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
                   dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
-                  force, moment, length, R, work):
+                  force, moment, length, R,
+                  sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+                  K, dummy, nopos, nodata, scr):
     """Connector actions at one state into force/moment/length (scenario order) and R ← Λ of
-    every body; returns (spring energy, dissipated power).  ``work``: :func:`_work`."""
+    every body; returns (spring energy, dissipated power).  ``sp_res`` … ``scr``: :func:`_work`."""
     _rotations(q, R)
-    (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-     K, dummy, nopos, nodata, scr) = work
     # "no tangent" as a run-time int64, not the literal 0: a literal argument would make numba
     # compile a second specialization of every connector kernel (~15 s on the first run)
     no_tangent = 0 * r.shape[0]
@@ -249,6 +252,38 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
     did not converge (the state is then the one before that step).
     """
     n_all = r.shape[0]
+    nb = 0 * n_all  # no frames: empty frame buffers (run-time sizes, one specialization of _run)
+    status = np.zeros(2, np.int64)
+    done = _run(1, nsteps, nb != 0, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, np.zeros(3), nm, mass, Jb,
+                j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
+                sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
+                body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
+                contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
+                np.zeros(nb, np.int64), np.empty((nb, nb, 3)), np.empty((nb, nb, 4)), np.empty((nb, nb, 3)),
+                np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)),
+                np.empty((nb, nb, 3)), np.empty((nb, nb)), np.empty((nb, 10)), status)
+    return nsteps if done == 1 else status[0]
+
+
+@njit(cache=True)
+def _run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
+         j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
+         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
+         body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
+         contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
+         scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
+    """The loop of :func:`advance` and :func:`advance_frames`: ``nframes`` blocks of ``spf``
+    steps; with ``frames``, each block starts with a fresh tangent and no predictor history
+    and ends with the frame checks and quantities of :func:`advance_frames`.
+
+    Every work array is allocated here, once per call, and passed down one by one (see
+    :func:`_evaluate`).  Returns the blocks completed; ``status`` as in :func:`advance_frames`.
+    """
+    n_all = r.shape[0]
     ndof = 6 * nm
     is_dense = dense_flat.shape[0] > 0  # else the block tree LU
     piv_flat = lu_piv.reshape(ndof)
@@ -269,137 +304,186 @@ def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm,
     tol = np.empty((nm, 2)); stiff = np.empty(nm)
     hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
-    work = _work(sp_ia.shape[0], dp_ia.shape[0], tq_ia.shape[0])
-    du = np.empty(ndof); tree_work = np.empty((3, nm, 6))
+    (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+     K1, dummy, nopos, nodata, scr) = _work(sp_ia.shape[0], dp_ia.shape[0], tq_ia.shape[0])
+    du = np.empty(ndof); tree_work = np.empty(18 * nm)
     n_conn = sp_ia.shape[0] + dp_ia.shape[0] + tq_ia.shape[0]
     cf = np.empty((n_conn, 3)); cm = np.empty((n_conn, 3)); cl = np.empty(n_conn)  # single-state scratch
-    for step in range(nsteps):
-        # --- per-step constants (prepare) -------------------------------------------
-        _rotations(q, Rn)
-        for i in range(n_all):
-            for j in range(3):
-                a_pred[i, j] = -v[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * a[i, j]
-                w_pred[i, j] = (1.0 - gamma / beta) * w[i, j] + dt * (1.0 - 0.5 * gamma / beta) * al[i, j]
-                al_pred[i, j] = -w[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * al[i, j]
-        for i in range(nm):
-            for j in range(3):
-                W[j] = Rn[i, 0, j] * w[i, 0] + Rn[i, 1, j] * w[i, 1] + Rn[i, 2, j] * w[i, 2]
-                A[j] = Rn[i, 0, j] * al[i, 0] + Rn[i, 1, j] * al[i, 1] + Rn[i, 2, j] * al[i, 2]
-            for j in range(3):
-                JW[j] = Jb[i, j, 0] * W[0] + Jb[i, j, 1] * W[1] + Jb[i, j, 2] * W[2]
-            Xn[i, 0] = (1.0 - af) * (W[1] * JW[2] - W[2] * JW[1])
-            Xn[i, 1] = (1.0 - af) * (W[2] * JW[0] - W[0] * JW[2])
-            Xn[i, 2] = (1.0 - af) * (W[0] * JW[1] - W[1] * JW[0])
-            for j in range(3):
-                Xn[i, j] += (1.0 - am) * (Jb[i, j, 0] * A[0] + Jb[i, j, 1] * A[1] + Jb[i, j, 2] * A[2])
-        _spring_scale(nm, r, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, stiff)
-        # --- predictor (GeneralizedAlpha.predict) ------------------------------------
-        extrapolate = prev_dt[0] > 0.0
-        ratio = dt / prev_dt[0] if extrapolate else 0.0
-        for i in range(nm):
-            c0 = (dt * w[i, 0] + 0.5 * dt * dt * al[i, 0], dt * w[i, 1] + 0.5 * dt * dt * al[i, 1],
-                  dt * w[i, 2] + 0.5 * dt * dt * al[i, 2])  # θ₀
-            if not extrapolate:
+    r0 = np.empty_like(r); q0 = np.empty_like(q); v0 = np.empty_like(v)
+    a0 = np.empty_like(a); w0 = np.empty_like(w); al0 = np.empty_like(al); e0 = np.empty_like(energy)
+    out = np.empty(9)
+    status[0] = 0
+    status[1] = 0
+    for f in range(nframes):
+        if frames:
+            r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy
+            lu_state[0] = 0.0  # a fresh tangent and no predictor history after every frame (GeneralizedAlpha.restart)
+            prev_dt[0] = 0.0
+        for step in range(spf):
+            ks = f * spf + step
+            # --- per-step constants (prepare) -------------------------------------------
+            _rotations(q, Rn)
+            for i in range(n_all):
                 for j in range(3):
-                    d[i, j] = dt * v[i, j] + 0.5 * dt * dt * a[i, j]
-                    th[i, j] = c0[j]
-                continue
-            # cay(θ₀)ᵀ applied to the extrapolated α
-            CA = kb.cay_mv(c0, (al[i, 0] + ratio * (al[i, 0] - al_prev[i, 0]), al[i, 1] + ratio * (al[i, 1] - al_prev[i, 1]),
-                                al[i, 2] + ratio * (al[i, 2] - al_prev[i, 2])), -1.0)
-            for j in range(3):
-                d[i, j] = dt * v[i, j] + dt * dt * ((0.5 - beta) * a[i, j]
-                                                    + beta * (a[i, j] + ratio * (a[i, j] - a_prev[i, j])))
-                th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j] + beta * CA[j])
-        # --- Newton (GeneralizedAlpha._newton) ------------------------------------------
-        have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
-        last = np.inf
-        converged = False
-        k = 0
-        nh = 0
-        while True:
-            fresh = not have
-            counters[2] += 1
-            kmode = mode if fresh else 0
-            if _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
-                         a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
-                         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-                         R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, work):
-                break
-            rnorm = _norm(R)
-            hist[nh] = rnorm
-            nh += 1
-            if not np.isfinite(rnorm):
-                break
-            if nh >= 4 and hist[nh - 1] > hist[nh - 2] > hist[nh - 3] > hist[nh - 4]:
-                break
-            if rnorm > 1e8 * max(hist[0], _TINY):
-                break
-            _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1, al1,
-                        a_pred, w_pred, al_pred, R, Q, tol)
-            if not _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv,
-                               lu_state, dt, R, du, tree_work, counters):
-                break
-            have = True
-            sz = _size(du, tol)
-            rate = sz / last if last > 0.0 else np.inf
-            if k > 0 and (sz <= noise or (rate < 1.0 and sz <= 1.0 - rate)):
-                converged = True
-                break
-            if k == max_it:
-                break
-            if not fresh and k > 0 and rate > contraction:
-                counters[2] += 1
-                _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
-                          a_pred, w_pred, al_pred, F_alpha[step], M_alpha[step], Xn, mass, Jb, krr,
-                          sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-                          R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, work)
-                if not _correction(True, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
-                                   lu_piv, lu_state, dt, R, du, tree_work, counters):
-                    break
-                sz = _size(du, tol)
-            if not modified:
-                have = False
-                lu_state[0] = 0.0
-            counters[0] += 1
-            k += 1
-            last = sz
+                    a_pred[i, j] = -v[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * a[i, j]
+                    w_pred[i, j] = (1.0 - gamma / beta) * w[i, j] + dt * (1.0 - 0.5 * gamma / beta) * al[i, j]
+                    al_pred[i, j] = -w[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * al[i, j]
             for i in range(nm):
                 for j in range(3):
-                    d[i, j] += du[6 * i + j]
-                kb.cay_compose((du[6 * i + 3], du[6 * i + 4], du[6 * i + 5]), th, i)
-        if not converged:
-            lu_state[0] = 0.0
-            return step
-        iterations[step] = k
-        if k >= slow:
-            lu_state[0] = 0.0  # GeneralizedAlpha._newton: a fresh factorization for the next step
-        residuals[step] = hist[nh - 1]
-        # --- accept: state, predictor history, energy integrals (trapezoidal, like the Python step) ----
-        for i in range(n_all):
-            for j in range(3):
-                a_prev[i, j] = a[i, j]; al_prev[i, j] = al[i, j]
-                r[i, j] = r1[i, j]; v[i, j] = v1[i, j]; a[i, j] = a1[i, j]
-                w[i, j] = w1[i, j]; al[i, j] = al1[i, j]
-            for j in range(4):
-                q[i, j] = q1[i, j]
-        prev_dt[0] = dt
-        _, pd = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
-                              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1,
-                              tq_index, cf, cm, cl, Rn, work)
-        pe = 0.0
-        for i in range(n_all):
-            for j in range(3):
-                pe += FL1[step, i, j] * v[i, j] + ML1[step, i, j] * w[i, j]
-        energy[0] += 0.5 * dt * (energy[2] + pd)
-        energy[1] += 0.5 * dt * (energy[3] + pe)
-        energy[2] = pd
-        energy[3] = pe
-    return nsteps
+                    W[j] = Rn[i, 0, j] * w[i, 0] + Rn[i, 1, j] * w[i, 1] + Rn[i, 2, j] * w[i, 2]
+                    A[j] = Rn[i, 0, j] * al[i, 0] + Rn[i, 1, j] * al[i, 1] + Rn[i, 2, j] * al[i, 2]
+                for j in range(3):
+                    JW[j] = Jb[i, j, 0] * W[0] + Jb[i, j, 1] * W[1] + Jb[i, j, 2] * W[2]
+                Xn[i, 0] = (1.0 - af) * (W[1] * JW[2] - W[2] * JW[1])
+                Xn[i, 1] = (1.0 - af) * (W[2] * JW[0] - W[0] * JW[2])
+                Xn[i, 2] = (1.0 - af) * (W[0] * JW[1] - W[1] * JW[0])
+                for j in range(3):
+                    Xn[i, j] += (1.0 - am) * (Jb[i, j, 0] * A[0] + Jb[i, j, 1] * A[1] + Jb[i, j, 2] * A[2])
+            _spring_scale(nm, r, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, stiff)
+            # --- predictor (GeneralizedAlpha.predict) ------------------------------------
+            extrapolate = prev_dt[0] > 0.0
+            ratio = dt / prev_dt[0] if extrapolate else 0.0
+            for i in range(nm):
+                c0 = (dt * w[i, 0] + 0.5 * dt * dt * al[i, 0], dt * w[i, 1] + 0.5 * dt * dt * al[i, 1],
+                      dt * w[i, 2] + 0.5 * dt * dt * al[i, 2])  # θ₀
+                if not extrapolate:
+                    for j in range(3):
+                        d[i, j] = dt * v[i, j] + 0.5 * dt * dt * a[i, j]
+                        th[i, j] = c0[j]
+                    continue
+                # cay(θ₀)ᵀ applied to the extrapolated α
+                ax = (al[i, 0] + ratio * (al[i, 0] - al_prev[i, 0]), al[i, 1] + ratio * (al[i, 1] - al_prev[i, 1]),
+                      al[i, 2] + ratio * (al[i, 2] - al_prev[i, 2]))
+                CA = kb.cay_mv(c0, ax, -1.0)
+                for j in range(3):
+                    d[i, j] = dt * v[i, j] + dt * dt * ((0.5 - beta) * a[i, j]
+                                                        + beta * (a[i, j] + ratio * (a[i, j] - a_prev[i, j])))
+                    th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j] + beta * CA[j])
+            # --- Newton (GeneralizedAlpha._newton) ------------------------------------------
+            have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
+            last = np.inf
+            converged = False
+            k = 0
+            nh = 0
+            while True:
+                fresh = not have
+                counters[2] += 1
+                kmode = mode if fresh else 0
+                if _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
+                             a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
+                             sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                             dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                             tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
+                             R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt,
+                             sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+                             K1, scr):
+                    break
+                rnorm = _norm(R)
+                hist[nh] = rnorm
+                nh += 1
+                if not np.isfinite(rnorm):
+                    break
+                if nh >= 4 and hist[nh - 1] > hist[nh - 2] > hist[nh - 3] > hist[nh - 4]:
+                    break
+                if rnorm > 1e8 * max(hist[0], _TINY):
+                    break
+                _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1, al1,
+                            a_pred, w_pred, al_pred, R, Q, tol)
+                if not _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv,
+                                   lu_state, dt, R, du, tree_work, counters):
+                    break
+                have = True
+                sz = _size(du, tol)
+                rate = sz / last if last > 0.0 else np.inf
+                if k > 0 and (sz <= noise or (rate < 1.0 and sz <= 1.0 - rate)):
+                    converged = True
+                    break
+                if k == max_it:
+                    break
+                if not fresh and k > 0 and rate > contraction:
+                    counters[2] += 1
+                    _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
+                              a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
+                              sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                              tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
+                              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt,
+                              sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+                              K1, scr)
+                    if not _correction(True, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
+                                       lu_piv, lu_state, dt, R, du, tree_work, counters):
+                        break
+                    sz = _size(du, tol)
+                if not modified:
+                    have = False
+                    lu_state[0] = 0.0
+                counters[0] += 1
+                k += 1
+                last = sz
+                for i in range(nm):
+                    for j in range(3):
+                        d[i, j] += du[6 * i + j]
+                    kb.cay_compose((du[6 * i + 3], du[6 * i + 4], du[6 * i + 5]), th, i)
+            if not converged:
+                lu_state[0] = 0.0
+                status[0] = step
+                return f
+            iterations[ks] = k
+            if k >= slow:
+                lu_state[0] = 0.0  # GeneralizedAlpha._newton: a fresh factorization for the next step
+            residuals[ks] = hist[nh - 1]
+            # --- accept: state, predictor history, energy integrals (trapezoidal, like the Python step) ----
+            for i in range(n_all):
+                for j in range(3):
+                    a_prev[i, j] = a[i, j]; al_prev[i, j] = al[i, j]
+                    r[i, j] = r1[i, j]; v[i, j] = v1[i, j]; a[i, j] = a1[i, j]
+                    w[i, j] = w1[i, j]; al[i, j] = al1[i, j]
+                for j in range(4):
+                    q[i, j] = q1[i, j]
+            prev_dt[0] = dt
+            _, pd = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
+                                  dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1,
+                                  tq_index, cf, cm, cl, Rn,
+                                  sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+                                  K1, dummy, nopos, nodata, scr)
+            pe = 0.0
+            for i in range(n_all):
+                for j in range(3):
+                    pe += FL1[ks, i, j] * v[i, j] + ML1[ks, i, j] * w[i, j]
+            energy[0] += 0.5 * dt * (energy[2] + pd)
+            energy[1] += 0.5 * dt * (energy[3] + pe)
+            energy[2] = pd
+            energy[3] = pe
+        if not frames:
+            continue
+        if not (_finite2(r) and _finite2(q) and _finite2(v) and _finite2(a) and _finite2(w) and _finite2(al)):
+            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0
+            prev_dt[0] = 0.0
+            status[1] = 1
+            return f
+        _frame_into(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
+                    dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
+                    f_force[f], f_moment[f], f_length[f], out, Rn,
+                    sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+                    K1, dummy, nopos, nodata, scr)
+        if not _finite1(out):
+            status[0] = spf
+            status[1] = 2
+            return f
+        for j in range(scenario_order.shape[0]):
+            i = scenario_order[j]
+            for c in range(3):
+                f_r[f, j, c] = r[i, c]; f_v[f, j, c] = v[i, c]; f_w[f, j, c] = w[i, c]
+                f_a[f, j, c] = a[i, c]; f_al[f, j, c] = al[i, c]
+            for c in range(4):
+                f_q[f, j, c] = q[i, c]
+        f_scalars[f, 0] = out[0]
+        f_scalars[f, 1] = out[1]
+        f_scalars[f, 2] = energy[0]
+        f_scalars[f, 3] = energy[1]
+        for c in range(6):
+            f_scalars[f, 4 + c] = out[2 + c]
+    return nframes
 
 
 @njit(cache=True)
@@ -410,32 +494,32 @@ def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, 
     singular or du is not finite."""
     if fresh:
         counters[1] += 1
-        if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
+        if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order):
             lu_state[0] = 0.0
             return False
         lu_state[0] = 1.0
         lu_state[1] = dt
-    _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R, du, tree_work)
-    return _all_finite(du)
+    _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, R, du, tree_work)
+    return _finite1(du)
 
 
 @njit(cache=True)
-def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv):
+def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order):
     """Factorize the tangent ``data`` into ``lu_data``; True if it is singular."""
     if is_dense:
         return dense.factorize(data, dense_flat, ndof, lu_data, piv_flat) >= 0
     lu_data[:] = data
-    return tree.factorize(lu_data, nm, parent, order, lu_piv) >= 0
+    return tree.factorize(lu_data, nm, parent, order, piv_flat) >= 0
 
 
 @njit(cache=True)
-def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, lu_piv, R, du, work):
-    """du ← K⁻¹R with the factors in ``lu_data`` (``work``: (3, nm, 6) for the tree solve)."""
+def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, R, du, work):
+    """du ← K⁻¹R with the factors in ``lu_data`` (``work``: 18·nm values for the tree solve)."""
     if is_dense:
         du[:] = R
-        dense.lu_solve_in_place(lu_data[:ndof * ndof].reshape(ndof, ndof), piv_flat, du)
+        dense.lu_block_solve(lu_data, 0, ndof, piv_flat, 0, du, 0)
     else:
-        tree.solve_into(lu_data, nm, parent, order, lu_piv, R, work, du)
+        tree.solve_into(lu_data, nm, parent, order, piv_flat, R, work, du)
 
 
 @njit(cache=True)
@@ -448,24 +532,35 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
     ``out`` = [kinetic, potential, p_x, p_y, p_z, H_x, H_y, H_z, Σ forces + Σ moments]
     (the last only to tell cheaply whether everything is finite).
     """
+    (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+     K, dummy, nopos, nodata, scr) = _work(sp_ia.shape[0], dp_ia.shape[0], tq_ia.shape[0])
+    _frame_into(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
+                dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
+                force, moment, length, out, np.empty((r.shape[0], 3, 3)),
+                sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+                K, dummy, nopos, nodata, scr)
+
+
+@njit(cache=True)
+def _frame_into(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
+                dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
+                force, moment, length, out, R,
+                sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
+                K, dummy, nopos, nodata, scr):
+    """:func:`frame` with its work arrays given (``R``: (n, 3, 3), receives Λ of every body)."""
     n_all = r.shape[0]
-    R = np.empty((n_all, 3, 3))
     spring_energy, _ = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
                                      dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index,
                                      tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, force, moment, length, R,
-                                     _work(sp_ia.shape[0], dp_ia.shape[0], tq_ia.shape[0]))
+                                     sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m,
+                                     tq_pw, K, dummy, nopos, nodata, scr)
     kinetic, grav = 0.0, 0.0
     for j in range(2, 8):
         out[j] = 0.0
-    W = np.empty(3); JW = np.empty(3); Jw = np.empty(3)
     for i in range(n_all):
         mi = mass[i]
-        for j in range(3):  # J ω = Λ J_b Λᵀ ω
-            W[j] = R[i, 0, j] * w[i, 0] + R[i, 1, j] * w[i, 1] + R[i, 2, j] * w[i, 2]
-        for j in range(3):
-            JW[j] = Jb[i, j, 0] * W[0] + Jb[i, j, 1] * W[1] + Jb[i, j, 2] * W[2]
-        for j in range(3):
-            Jw[j] = R[i, j, 0] * JW[0] + R[i, j, 1] * JW[1] + R[i, j, 2] * JW[2]
+        W = kc.mtv(R, i, kc.row(w, i))  # J ω = Λ J_b Λᵀ ω
+        Jw = kc.mv(R, i, kc.mv(Jb, i, W))
         for j in range(3):
             kinetic += 0.5 * (mi * v[i, j] * v[i, j] + w[i, j] * Jw[j])
             grav += mi * gravity[j] * r[i, j]
@@ -483,10 +578,19 @@ def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0
 
 
 @njit(cache=True)
-def _all_finite(x):
-    for v in x.ravel():
-        if not np.isfinite(v):
+def _finite1(x):
+    for i in range(x.shape[0]):
+        if not np.isfinite(x[i]):
             return False
+    return True
+
+
+@njit(cache=True)
+def _finite2(x):
+    for i in range(x.shape[0]):
+        for j in range(x.shape[1]):
+            if not np.isfinite(x[i, j]):
+                return False
     return True
 
 
@@ -519,55 +623,12 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt
     were not finite (the state is the frame's, its row is not written).  The
     caller redoes or diagnoses each in Python.
     """
-    n_all = r.shape[0]
-    r0 = np.empty_like(r); q0 = np.empty_like(q); v0 = np.empty_like(v)
-    a0 = np.empty_like(a); w0 = np.empty_like(w); al0 = np.empty_like(al); e0 = np.empty_like(energy)
-    out = np.empty(9)
-    status[0] = 0
-    status[1] = 0
-    for f in range(nframes):
-        r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy
-        lu_state[0] = 0.0  # a fresh tangent and no predictor history after every frame (GeneralizedAlpha.restart)
-        prev_dt[0] = 0.0
-        s0 = f * spf
-        s1 = s0 + spf
-        taken = advance(spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm, mass, Jb, j_max, arm,
-                        af, am, beta, gamma,
-                        F_alpha[s0:s1], M_alpha[s0:s1], FL1[s0:s1], ML1[s0:s1],
-                        sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                        dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                        tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                        body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff,
-                        noise, contraction, slow, lu_data, lu_piv, lu_state, iterations[s0:s1], residuals[s0:s1],
-                        counters)
-        if taken < spf:
-            status[0] = taken
-            return f
-        if not (_all_finite(r) and _all_finite(q) and _all_finite(v) and _all_finite(a) and _all_finite(w)
-                and _all_finite(al)):
-            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0
-            prev_dt[0] = 0.0
-            status[1] = 1
-            return f
-        frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-              tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-              f_force[f], f_moment[f], f_length[f], out)
-        if not _all_finite(out):
-            status[0] = spf
-            status[1] = 2
-            return f
-        for j in range(scenario_order.shape[0]):
-            i = scenario_order[j]
-            for c in range(3):
-                f_r[f, j, c] = r[i, c]; f_v[f, j, c] = v[i, c]; f_w[f, j, c] = w[i, c]
-                f_a[f, j, c] = a[i, c]; f_al[f, j, c] = al[i, c]
-            for c in range(4):
-                f_q[f, j, c] = q[i, c]
-        f_scalars[f, 0] = out[0]
-        f_scalars[f, 1] = out[1]
-        f_scalars[f, 2] = energy[0]
-        f_scalars[f, 3] = energy[1]
-        for c in range(6):
-            f_scalars[f, 4 + c] = out[2 + c]
-    return nframes
+    # ``frames`` as a run-time bool, not a literal: one compiled specialization of _run
+    return _run(nframes, spf, nframes >= 0, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
+                j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
+                sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+                dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+                tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
+                body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
+                contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
+                scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status)

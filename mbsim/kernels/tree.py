@@ -85,47 +85,37 @@ def block_position(rows: np.ndarray, cols: np.ndarray, nm: int, parent: np.ndarr
 
 
 @njit(cache=True)
-def _lu6(A, piv):
-    """In-place LU of a 6×6 block with partial pivoting; False if singular."""
-    return dense.lu_in_place(A, piv) < 0
-
-
-@njit(cache=True)
-def _lu6_solve(A, piv, b):
-    """Solve with the LU of _lu6, in place on the 6-vector b."""
-    dense.lu_solve_in_place(A, piv, b)
-
-
-@njit(cache=True)
 def factorize(data, nm, parent, order, piv):
     """Block LU in place: D[c] → LU(D[c]), U[c] → D[c]⁻¹U[c], D[p] −= L[c] D[c]⁻¹ U[c].
 
-    Returns −1 on success, else the body whose diagonal block is singular.
+    ``piv``: (nm, 6) or (6·nm,) row interchanges.  Returns −1 on success, else
+    the body whose diagonal block is singular.  Blocks are addressed by offset
+    into ``data`` (D[c] at 36c, U[c] at 36(nm + c), L[c] at 36(2nm + c)), not
+    as views (see :func:`mbsim.kernels.dense.lu_block`).
     """
-    D = data[:36 * nm].reshape(nm, 6, 6)
-    U = data[36 * nm:72 * nm].reshape(nm, 6, 6)
-    L = data[72 * nm:].reshape(nm, 6, 6)
+    pv = piv.reshape(-1)
     col = np.empty(6)
     for k in range(order.shape[0]):
         c = order[k]
-        if not _lu6(D[c], piv[c]):
+        dc = 36 * c
+        if dense.lu_block(data, dc, 6, pv, 6 * c) >= 0:
             return c
         p = parent[c]
         if p < 0:
             continue
+        uc, lc, dp = 36 * (nm + c), 36 * (2 * nm + c), 36 * p
         for j in range(6):  # U[c] ← D[c]⁻¹ U[c], column by column
             for r in range(6):
-                col[r] = U[c, r, j]
-            _lu6_solve(D[c], piv[c], col)
+                col[r] = data[uc + 6 * r + j]
+            dense.lu_block_solve(data, dc, 6, pv, 6 * c, col, 0)
             for r in range(6):
-                U[c, r, j] = col[r]
-        Dp, Lc, Uc = D[p], L[c], U[c]
-        for r in range(6):
+                data[uc + 6 * r + j] = col[r]
+        for r in range(6):  # D[p] −= L[c] U[c]
             for j in range(6):
                 s = 0.0
                 for q in range(6):
-                    s += Lc[r, q] * Uc[q, j]
-                Dp[r, j] -= s
+                    s += data[lc + 6 * r + q] * data[uc + 6 * q + j]
+                data[dp + 6 * r + j] -= s
     return -1
 
 
@@ -139,33 +129,33 @@ def solve(data, nm, parent, order, piv, rhs):
 
 @njit(cache=True)
 def solve_into(data, nm, parent, order, piv, rhs, work, out):
-    """:func:`solve` into ``out`` (6·nm,), with ``work`` (3, nm, 6) as its scratch."""
-    D = data[:36 * nm].reshape(nm, 6, 6)
-    U = data[36 * nm:72 * nm].reshape(nm, 6, 6)
-    L = data[72 * nm:].reshape(nm, 6, 6)
-    b = work[0]
-    b[:] = rhs.reshape(nm, 6)
-    y = work[1]
+    """:func:`solve` into ``out`` (6·nm,), with ``work`` (3, nm, 6) (or 18·nm values) as its scratch."""
+    pv = piv.reshape(-1)
+    wk = work.reshape(-1)
+    n6 = 6 * nm
+    b, y = 0, n6  # offsets of b and y in wk
+    for i in range(n6):
+        wk[b + i] = rhs[i]
     for k in range(order.shape[0]):  # forward: b[p] −= L[c] D[c]⁻¹ b[c]
         c = order[k]
         for r in range(6):
-            y[c, r] = b[c, r]
-        _lu6_solve(D[c], piv[c], y[c])
+            wk[y + 6 * c + r] = wk[b + 6 * c + r]
+        dense.lu_block_solve(data, 36 * c, 6, pv, 6 * c, wk, y + 6 * c)
         p = parent[c]
         if p >= 0:
+            lc = 36 * (2 * nm + c)
             for r in range(6):
                 s = 0.0
                 for q in range(6):
-                    s += L[c, r, q] * y[c, q]
-                b[p, r] -= s
-    x = work[2]
+                    s += data[lc + 6 * r + q] * wk[y + 6 * c + q]
+                wk[b + 6 * p + r] -= s
     for k in range(order.shape[0] - 1, -1, -1):  # backward: x[c] = D[c]⁻¹b[c] − (D[c]⁻¹U[c]) x[p]
         c = order[k]
         p = parent[c]
+        uc = 36 * (nm + c)
         for r in range(6):
-            s = y[c, r]
+            s = wk[y + 6 * c + r]
             if p >= 0:
                 for q in range(6):
-                    s -= U[c, r, q] * x[p, q]
-            x[c, r] = s
-    out[:] = x.reshape(6 * nm)
+                    s -= data[uc + 6 * r + q] * out[6 * p + q]
+            out[6 * c + r] = s
