@@ -85,10 +85,17 @@ class RunSummary:
 
 
 class _SignalGuard:
-    """Turn SIGINT/SIGTERM into :class:`Interrupted` while a run is in progress."""
+    """Turn SIGINT/SIGTERM into :class:`Interrupted` while a run is in progress.
+
+    ``signum`` remembers the signal: numba swallows an exception raised while
+    it compiles inside one of its ctypes callbacks (and then fails with an
+    unrelated RuntimeError), so the warm-up asks the guard rather than relying
+    on the exception alone.
+    """
 
     def __enter__(self):
         self.old = {}
+        self.signum = None
         try:
             for sig in (signal.SIGINT, signal.SIGTERM):
                 self.old[sig] = signal.signal(sig, self._raise)
@@ -96,8 +103,8 @@ class _SignalGuard:
             self.old = {}
         return self
 
-    @staticmethod
-    def _raise(signum, frame):
+    def _raise(self, signum, frame):
+        self.signum = signum
         raise Interrupted(signum)
 
     def __exit__(self, *exc):
@@ -251,6 +258,7 @@ class _Loop:
         self.out, self.progress, self.keep, self.on_step = out, progress, keep_frames, on_step
         self.writer = None
         self.controller = None
+        self.guard = None  # the run's _SignalGuard
         self.frames = 0
         self.last_frame_t = 0.0
         self.energies: dict[str, list] = {k: [] for k in ("kinetic", "potential", "dissipated", "external_work")}
@@ -309,6 +317,11 @@ class _Loop:
         finally:
             if timer is not None:
                 timer.cancel()
+        guard = self.guard
+        if guard is not None and guard.signum is not None:
+            # Ctrl-C while numba compiled: its handler's exception may have been swallowed, leaving the
+            # compile unfinished (and the kernels unusable in this process) -- the run was interrupted
+            raise Interrupted(guard.signum)
         return time.perf_counter() - t0
 
     def _frames_block(self, s, nframes):
@@ -416,7 +429,7 @@ class _Loop:
         try:
             # Non-finite numbers are detected explicitly (Newton's residual, every state and
             # frame), so numpy's overflow warnings would only be noise on the user's screen.
-            with _SignalGuard(), np.errstate(all="ignore"):
+            with _SignalGuard() as self.guard, np.errstate(all="ignore"):
                 if self.out is not None:  # inside the guard: a Ctrl-C now still leaves a clean file
                     self.writer = self._open_writer()
                 self.compile_s = self._warm_up()
