@@ -49,9 +49,8 @@ from typing import Mapping, Optional, Union
 
 import numpy as np
 
-from . import __version__, driver
-from .diagnostics import energy_balance, energy_drift
-from .integrators import AlphaParameters
+from . import __version__
+from .energy import energy_balance, energy_drift
 from .io.reader import ResultFileError, read_trajectory
 from .io.writer import FORMAT, FORMAT_VERSION, FRAME_DATASETS, utc_now
 from .model.rotations import quat_to_matrix
@@ -211,6 +210,7 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
     given = dict(end=end, step=step, adaptive=adaptive, min_step=min_step, rho_inf=rho_inf, tangent=tangent,
                  max_iterations=max_iterations, rtol=rtol, atol=atol, modified=modified, interval=interval)
     sc = apply_overrides(sc, **{k: v for k, v in given.items() if v is not None})
+    from . import driver  # the step loop and numba: imported when a run needs them, not to read a result
     out = None if output is None else os.fspath(output)
     if out is not None:
         _check_writable(out, overwrite)  # in this API's words (the driver's message names --overwrite)
@@ -335,6 +335,7 @@ def apply_overrides(scenario: Scenario, **overrides) -> Scenario:
 
 
 def _check_writable(path: str, overwrite: bool) -> None:
+    from . import driver
     if os.path.isdir(path):
         raise driver.OutputFileError(path, "it is a directory; give a file name such as DIR/result.h5")
     if not overwrite and os.path.lexists(path):
@@ -433,6 +434,7 @@ class Result:
         })
         # The root attributes mbsim run writes (driver._Loop._attrs and the writer's header);
         # tests/integration/test_api.py checks that they agree with a written file.
+        from .integrators import AlphaParameters
         p = AlphaParameters.from_rho(sc.integrator.rho_inf)
         attrs = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "mbsim_version": __version__,
@@ -693,6 +695,7 @@ class Result:
             write_trajectory(path, static, {k: d[k] for k in FRAME_DATASETS}, attrs, status=self.status,
                              message=self.message, counters=counters)
         except OSError as exc:
+            from . import driver
             raise driver.OutputFileError(path, os.strerror(exc.errno) if exc.errno else str(exc)) from exc
         self.path = path
         return path

@@ -20,7 +20,8 @@ from typing import Callable, Optional
 import numpy as np
 
 from . import resources
-from .diagnostics import energy_drift, frame_quantities
+from .diagnostics import frame_quantities
+from .energy import energy_drift
 from .integrators import INTEGRATORS
 from .integrators.generalized_alpha import FRAME_BUFFER_KEYS, frame_buffers
 from .model.model import Model

@@ -53,7 +53,7 @@ from pathlib import Path
 
 import numpy as np
 
-from .diagnostics import energy_balance
+from .energy import energy_balance
 from .viz import geometry as geo
 from .viz import require
 

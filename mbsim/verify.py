@@ -40,7 +40,7 @@ from typing import Callable, Optional, Sequence
 import numpy as np
 
 from . import driver
-from .diagnostics import energy_balance
+from .energy import energy_balance
 from .model.rotations import quat_angle
 from .reference import solve_reference
 from .scenario.spec import Ramp, Scenario, Table

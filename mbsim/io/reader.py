@@ -7,7 +7,7 @@ from typing import Optional
 import h5py
 import numpy as np
 
-from ..diagnostics import energy_drift
+from ..energy import energy_drift
 from .writer import FORMAT, FRAME_DATASETS
 
 

@@ -16,7 +16,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from ..diagnostics import energy_balance
+from ..energy import energy_balance
 from .geometry import frame_count
 
 DPI = 100

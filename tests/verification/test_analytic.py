@@ -10,7 +10,7 @@ import numpy as np
 import pytest
 from scipy.integrate import solve_ivp
 
-from mbsim.diagnostics import energy_drift
+from mbsim.energy import energy_drift
 from mbsim.driver import run
 from mbsim.model.rotations import quat_to_matrix
 from tests.builders import body, damper, scenario, spring, torsional
