@@ -318,12 +318,18 @@ class _Loop:
         finally:
             if timer is not None:
                 timer.cancel()
+        # Ctrl-C while numba compiled: the handler's exception may have been swallowed, leaving the
+        # compile unfinished (and the kernels unusable in this process) -- the run was interrupted
+        self._check_signal()
+        return time.perf_counter() - t0
+
+    def _check_signal(self):
+        """Raise :class:`Interrupted` if SIGINT/SIGTERM arrived although no exception reached the
+        loop: Python ignores an exception raised where it runs callbacks (a weakref callback, a
+        ``__del__``, numba's ctypes callbacks), and the signal handler may have run there."""
         guard = self.guard
         if guard is not None and guard.signum is not None:
-            # Ctrl-C while numba compiled: its handler's exception may have been swallowed, leaving the
-            # compile unfinished (and the kernels unusable in this process) -- the run was interrupted
             raise Interrupted(guard.signum)
-        return time.perf_counter() - t0
 
     def _frames_block(self, s, nframes):
         """Whole frames in one compiled call (:meth:`GeneralizedAlpha.advance_frames`),
@@ -454,6 +460,7 @@ class _Loop:
                 python_next = False  # redo a step the compiled loop handed back, in Python
                 frames_blocks = blocks and self.multi_frame
                 while not ctl.done(s.t):
+                    self._check_signal()
                     nf = ctl.full_frames_ahead() if frames_blocks and not python_next else 0
                     if nf:
                         s, python_next = self._frames_block(s, nf)

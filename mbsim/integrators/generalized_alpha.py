@@ -589,8 +589,8 @@ class GeneralizedAlpha:
         t0 = self.clock()
         times = s.t + dt * np.arange(nsteps + 1)
         b = self._block(s, times[None, :], nsteps)
-        taken = stepper.advance(nsteps, dt, *b["state"], *b["model"], *b["loads"], *b["kinds"], *b["solver"],
-                                *b["work"])
+        taken = stepper.advance(nsteps, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["kinds"],
+                                *b["solver"], *b["work"])
         new = self._after_block(s, b, float(times[taken]), taken)
         return new, taken, b["iterations"][:taken], b["residuals"][:taken]
 

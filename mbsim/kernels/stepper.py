@@ -233,50 +233,40 @@ def _size(du, tol):
     return size
 
 
-@njit(cache=True)
-def advance(nsteps, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, nm, mass, Jb, j_max, arm,
-            af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
-            sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-            dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-            tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-            body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
-            contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters):
+def advance(nsteps, dt, *args):
     """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
 
     ``a_prev``/``al_prev`` and ``prev_dt[0]`` are the predictor's history
     (the accelerations one step back and that step's size, 0 for none; in/out);
     ``energy`` = [dissipated, external work, dissipated power, load power]
-    (in/out); ``lu_state`` = [1 if lu_data holds a factorization, its Δt];
+    (in/out); ``gravity`` is unused (the frame quantities are not computed);
+    ``lu_state`` = [1 if lu_data holds a factorization, its Δt];
     ``counters`` += [Newton iterations, factorizations, residual evaluations].
     Returns the number of steps taken: fewer than ``nsteps`` when a step
     did not converge (the state is then the one before that step).
+
+    ``args`` are those of :func:`run` from ``r`` to ``counters``.  A plain
+    Python function: one compiled :func:`run` serves this and
+    :func:`advance_frames` (each compiled wrapper cost ~6 s on a first run).
     """
-    n_all = r.shape[0]
-    nb = 0 * n_all  # no frames: empty frame buffers (run-time sizes, one specialization of _run)
+    nb = 0  # no frames: empty frame buffers
     status = np.zeros(2, np.int64)
-    done = _run(1, nsteps, nb != 0, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, np.zeros(3), nm, mass, Jb,
-                j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
-                sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
-                contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
-                np.zeros(nb, np.int64), np.empty((nb, nb, 3)), np.empty((nb, nb, 4)), np.empty((nb, nb, 3)),
-                np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)),
-                np.empty((nb, nb, 3)), np.empty((nb, nb)), np.empty((nb, 10)), status)
-    return nsteps if done == 1 else status[0]
+    done = run(1, nsteps, False, dt, *args, np.zeros(nb, np.int64), np.empty((nb, nb, 3)), np.empty((nb, nb, 4)),
+               np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)),
+               np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb)), np.empty((nb, 10)), status)
+    return nsteps if done == 1 else int(status[0])
 
 
 @njit(cache=True)
-def _run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
-         j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
-         sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-         dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-         tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-         body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
-         contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
-         scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
-    """The loop of :func:`advance` and :func:`advance_frames`: ``nframes`` blocks of ``spf``
+def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
+        j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
+        sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
+        dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
+        tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
+        body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
+        contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
+        scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
+    """The compiled loop of :func:`advance` and :func:`advance_frames`: ``nframes`` blocks of ``spf``
     steps; with ``frames``, each block starts with a fresh tangent and no predictor history
     and ends with the frame checks and quantities of :func:`advance_frames`.
 
@@ -312,6 +302,7 @@ def _run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, 
     r0 = np.empty_like(r); q0 = np.empty_like(q); v0 = np.empty_like(v)
     a0 = np.empty_like(a); w0 = np.empty_like(w); al0 = np.empty_like(al); e0 = np.empty_like(energy)
     out = np.empty(9)
+    refresh = ndof >= 0  # True, as a run-time bool: a literal True would compile a second _correction
     status[0] = 0
     status[1] = 0
     for f in range(nframes):
@@ -410,7 +401,7 @@ def _run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, 
                               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt,
                               sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
                               K1, scr)
-                    if not _correction(True, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
+                    if not _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
                                        lu_piv, lu_state, dt, R, du, tree_work, counters):
                         break
                     sz = _size(du, tol)
@@ -594,16 +585,7 @@ def _finite2(x):
     return True
 
 
-@njit(cache=True)
-def advance_frames(nframes, spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
-                   j_max, arm, af, am, beta, gamma,
-                   F_alpha, M_alpha, FL1, ML1,
-                   sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                   dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                   tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                   body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
-                   contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
-                   scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
+def advance_frames(nframes, spf, dt, *args):
     """Up to ``nframes`` output frames of ``spf`` steps each: :func:`advance`
     per frame (a fresh tangent at the start of each, as between the blocks
     the driver takes one frame at a time), then :func:`frame` into row ``f``
@@ -622,13 +604,7 @@ def advance_frames(nframes, spf, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt
     frame); ``[spf, 2]`` — the frame's connector actions, energies or momenta
     were not finite (the state is the frame's, its row is not written).  The
     caller redoes or diagnoses each in Python.
+
+    ``args`` are those of :func:`run` from ``r`` to ``status``.
     """
-    # ``frames`` as a run-time bool, not a literal: one compiled specialization of _run
-    return _run(nframes, spf, nframes >= 0, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
-                j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
-                sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
-                body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
-                contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
-                scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status)
+    return run(nframes, spf, True, dt, *args)

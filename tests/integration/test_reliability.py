@@ -180,6 +180,33 @@ def test_a_signal_numba_swallows_while_compiling_still_interrupts(tmp_path, monk
         assert f.attrs["status"] == "interrupted"
 
 
+def test_a_signal_swallowed_during_the_time_loop_still_interrupts(tmp_path, monkeypatch):
+    """The same in the time loop: a signal handled inside a weakref callback (seen in a test run:
+    "Exception ignored in: WeakValueDictionary...remove ... Interrupted: SIGINT") left the run
+    going to its end with exit 0.  The loop asks the guard before every block."""
+    from mbsim.integrators import GeneralizedAlpha
+    real = GeneralizedAlpha.advance_frames
+    calls = []
+
+    def swallowing_advance_frames(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == 2:
+            try:
+                os.kill(os.getpid(), signal.SIGINT)
+                time.sleep(1.0)
+            except KeyboardInterrupt:
+                pass  # what Python does with an exception raised in a weakref callback
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(GeneralizedAlpha, "advance_frames", swallowing_advance_frames)
+    out = tmp_path / "swallowed.h5"
+    summary = run(parse_scenario(RESUMABLE), str(out))
+    assert len(calls) >= 2
+    assert summary.status == "interrupted" and summary.exit_code == 130
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "interrupted" and f["time"][-1] < 0.6
+
+
 RESUMABLE = """\
 mbsim: 1
 name: resumable
