@@ -42,6 +42,15 @@ Usage::
     python benchmarks/vs_exudyn.py                          # N = 100, 1000
     python benchmarks/vs_exudyn.py --n 100 1000 10000 --repeats 3
     python benchmarks/vs_exudyn.py --n 100 --exudyn-newton full --json
+    python benchmarks/vs_exudyn.py --process                # whole processes, N = 1, 10, 100, 1000
+
+``--process`` times whole processes instead, as a user meets them: ``python
+-m mbsim run CHAIN.yaml --quiet`` (validating the scenario, building the
+model, loading the compiled kernels from numba's cache, running, writing the
+HDF5 file with two frames) against the Exudyn script in its own interpreter
+(importing Exudyn, building the model, solving, printing its final state
+digest).  Steps per N (unless ``--steps``): 20 000, 5 000, 300 and 100 for
+N = 1, 10, 100 and 1000, else 200 000/N.
 """
 from __future__ import annotations
 
@@ -242,6 +251,52 @@ def bench_one(n: int, steps: int, repeats: int, python: str, newton: str, log) -
     }
 
 
+def default_process_steps(n: int) -> int:
+    """Steps of a --process run: those of issue 12's targets for N = 1, 10, 100, 1000."""
+    return {1: 20_000, 10: 5_000, 100: 300, 1000: 100}.get(n, max(50, 200_000 // n))
+
+
+def process_seconds(cmd: list, env: dict) -> float:
+    """Wall time [s] of one whole process; raises RuntimeError if it fails."""
+    t0 = time.perf_counter()
+    r = subprocess.run(cmd, capture_output=True, text=True, env=env)
+    elapsed = time.perf_counter() - t0
+    if r.returncode != 0:
+        tail = "\n".join((r.stderr or r.stdout).strip().splitlines()[-15:])
+        raise RuntimeError(f"{' '.join(map(str, cmd))} exited with {r.returncode}:\n{tail}")
+    return elapsed
+
+
+def bench_process(n: int, steps: int, repeats: int, python: str, newton: str, tmp: Path, log) -> dict:
+    """Interleaved whole-process runs for one N: `python -m mbsim run` against the Exudyn script."""
+    import yaml
+    d = chain_dict(n, steps)
+    d["output"] = {"interval": d["time"]["end"]}  # two frames, as in the in-process comparison
+    scen = tmp / f"chain{n}.yaml"
+    scen.write_text(yaml.safe_dump(d, sort_keys=False))
+    mb_cmd = [sys.executable, "-m", "mbsim", "run", str(scen), "-o", str(tmp / f"chain{n}.h5"), "--quiet",
+              "--overwrite"]
+    mb_env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    ex_cmd = [python, str(EXUDYN_SCRIPT), "--n", str(n), "--steps", str(steps), "--newton", newton, "--no-state"]
+    ex_env = dict(os.environ, OMP_NUM_THREADS="1")
+    mw, ew = [], []
+    for r in range(repeats):
+        mw.append(process_seconds(mb_cmd, mb_env))
+        log(f"  N = {n}, repeat {r + 1}/{repeats}: mbsim process  {mw[-1]:.3f} s")
+        ew.append(process_seconds(ex_cmd, ex_env))
+        log(f"  N = {n}, repeat {r + 1}/{repeats}: Exudyn process {ew[-1]:.3f} s")
+    return {"n": n, "steps": steps, "repeats": repeats, "mbsim_s": _median(mw), "exudyn_s": _median(ew),
+            "mbsim_s_all": mw, "exudyn_s_all": ew, "ratio": _median([m / e for m, e in zip(mw, ew)])}
+
+
+PROCESS_HEADER = f"{'N':>6} {'steps':>6} | {'mbsim s':>8} | {'Exudyn s':>8} | {'mbsim/Exudyn':>12}"
+
+
+def process_row(res: dict) -> str:
+    return (f"{res['n']:>6} {res['steps']:>6} | {res['mbsim_s']:>8.3f} | {res['exudyn_s']:>8.3f} | "
+            f"{res['ratio']:>12.2f}")
+
+
 HEADER = (f"{'N':>6} {'steps':>6} | {'mbsim s':>8} {'steps/s':>8} {'it/step':>7} | {'Exudyn s':>8} {'steps/s':>8} "
           f"{'it/step':>7} {'jac/step':>8} | {'mbsim/Exudyn':>12} | {'max |dx| m':>10} {'max dangle rad':>14}")
 
@@ -258,8 +313,8 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog=__doc__.split("\n\n", 1)[1])
-    ap.add_argument("--n", type=int, nargs="+", default=[100, 1000], metavar="N",
-                    help="chain lengths (default: 100 1000)")
+    ap.add_argument("--n", type=int, nargs="+", metavar="N",
+                    help="chain lengths (default: 100 1000; with --process 1 10 100 1000)")
     ap.add_argument("--steps", type=int, metavar="S",
                     help="time steps per run, for every N (default: 200000/N, between 50 and 2000: "
                          "2000 for N = 100, 200 for N = 1000, 50 for N = 10000)")
@@ -271,7 +326,12 @@ def main(argv=None) -> int:
                     help="Exudyn's Newton: its defaults (modified Newton: the Jacobian is kept over steps and "
                          "only recomputed when the contraction is poor) or full Newton (a Jacobian every iteration)")
     ap.add_argument("--json", action="store_true", help="print one JSON document instead of the table")
+    ap.add_argument("--process", action="store_true",
+                    help="time whole processes (mbsim run of a scenario file against the Exudyn script), "
+                         "default N = 1 10 100 1000")
     args = ap.parse_args(argv)
+    if args.n is None:
+        args.n = [1, 10, 100, 1000] if args.process else [100, 1000]
     if any(n < 1 for n in args.n):
         ap.error("--n: every chain length must be >= 1")
     if args.steps is not None and args.steps < 1:
@@ -296,6 +356,8 @@ def main(argv=None) -> int:
         "machine": platform.machine(), "cpus": os.cpu_count(), "load_average": list(load),
         "dt": DT, "rho_inf": RHO_INF, "exudyn_newton": args.exudyn_newton, "repeats": args.repeats,
     }
+    if args.process:
+        return main_process(args, python, exu_version, info, log)
     if not args.json:
         print(f"mbsim {info['mbsim']} (numpy {info['numpy']}, scipy {info['scipy']}, Python {info['python']}) vs "
               f"Exudyn {exu_version} ({python}); {info['machine']}, {info['cpus']} CPUs, "
@@ -328,6 +390,37 @@ def main(argv=None) -> int:
         print("wall: solve only (s); it/step: Newton iterations per step; jac/step: Exudyn's Jacobian "
               "computations per step; max |dx|, max dangle: largest position difference and rotation angle "
               "between the two codes' final states (both O(dt^2) schemes, not the same one)")
+    return 0
+
+
+def main_process(args, python: str, exu_version: str, info: dict, log) -> int:
+    """--process: whole-process times, interleaved, medians; the table or one JSON document."""
+    import tempfile
+    if not args.json:
+        print(f"mbsim {info['mbsim']} (Python {info['python']}) vs Exudyn {exu_version} ({python}); "
+              f"{info['machine']}, {info['cpus']} CPUs")
+        print(f"chain: dt = {DT:g} s, rho_inf = {RHO_INF}; whole processes (mbsim run of a scenario file, writing "
+              f"two frames; the Exudyn script in its interpreter), median of {args.repeats} interleaved runs; "
+              f"ratio = median of per-pair mbsim/Exudyn")
+    results = []
+    with tempfile.TemporaryDirectory() as tmp:
+        # warm-up, not measured: numba's cache filled, the file system's caches warm for both interpreters
+        bench_process(2, 5, 1, python, args.exudyn_newton, Path(tmp), lambda msg: None)
+        if not args.json:
+            print(PROCESS_HEADER)
+            print("-" * len(PROCESS_HEADER), flush=True)
+        for n in args.n:
+            steps = args.steps if args.steps is not None else default_process_steps(n)
+            try:
+                res = bench_process(n, steps, args.repeats, python, args.exudyn_newton, Path(tmp), log)
+            except RuntimeError as exc:
+                print(f"vs_exudyn: {exc}", file=sys.stderr)
+                return 1
+            results.append(res)
+            if not args.json:
+                print(process_row(res), flush=True)
+    if args.json:
+        print(json.dumps({"info": info, "process": results}, indent=1))
     return 0
 
 

@@ -36,3 +36,12 @@ def test_closed_chain_benchmark_is_not_a_forest():
                         "--no-write"], capture_output=True, text=True, timeout=120, cwd=ROOT)
     assert r.returncode == 0, r.stderr
     assert re.search(r"^\s*4\s+24\s+dense LU", r.stdout, re.M), r.stdout
+
+
+def test_startup_benchmark_prints_its_figures():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "startup.py"), "--repeat", "1", "--no-cold"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    for name in ("import numpy, numba, h5py", "mbsim info RESULT", "mbsim validate pendulum.yaml",
+                 "mbsim run, 1 body, 1000 steps", "run / import"):
+        assert re.search(rf"^{re.escape(name)}\s+\d+\.\d+", r.stdout, re.M), r.stdout

@@ -69,6 +69,16 @@ def test_vs_exudyn_json():
     assert res["agreement"]["position_m"] < 1e-6 and res["agreement"]["rotation_rad"] < 1e-6
 
 
+@needs_exudyn
+def test_vs_exudyn_process_mode_times_whole_processes():
+    r = _run("--process", "--n", "2", "--steps", "20", "--repeats", "1", "--exudyn-python", EXUDYN_PYTHON)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^\s*N\s+steps\s+\|\s+mbsim s\s+\|\s+Exudyn s\s+\|\s+mbsim/Exudyn", r.stdout, re.M), r.stdout
+    (row,) = [ln for ln in r.stdout.splitlines() if re.match(r"\s*2\s+20\s+\|", ln)]
+    mb, ex, ratio = (float(x) for x in row.split("|")[1:])
+    assert mb > 0 and ex > 0 and ratio > 0
+
+
 def test_vs_exudyn_without_an_interpreter_says_how_to_get_one(tmp_path):
     r = _run("--n", "2", "--steps", "5", "--exudyn-python", str(tmp_path / "no-such-python"), timeout=120)
     assert r.returncode == 2
