@@ -20,9 +20,9 @@ it.
 from __future__ import annotations
 
 import numpy as np
-import scipy.linalg
-import scipy.sparse as sp
-import scipy.sparse.linalg as spla
+
+# scipy (~0.25 s to import) is imported by the strategies that use it: a run whose steps all go
+# through the compiled block tree LU never needs it.
 
 # Up to this many unknowns a dense LU beats SuperLU's per-call overhead
 # (measured with benchmarks/chain.py: crossover near 15–25 bodies).
@@ -110,12 +110,15 @@ class LinearSolver:
             return lambda rhs: tree.solve(data, self.nm, parent, order, piv, rhs)
         try:
             if self.dense:
+                import scipy.linalg
                 A = np.zeros(n * n)
                 A[self._flat] = data
                 lu = scipy.linalg.lu_factor(A.reshape(n, n), check_finite=False)
                 if np.any(np.diag(lu[0]) == 0.0):
                     raise SingularMatrix("zero pivot in dense LU")
                 return lambda rhs: scipy.linalg.lu_solve(lu, rhs, check_finite=False)
+            import scipy.sparse as sp
+            import scipy.sparse.linalg as spla
             K = sp.csc_matrix((data, self.indices, self.indptr), shape=(n, n))
             if self._perm is None:  # the first factorization finds the fill-reducing ordering ...
                 lu = spla.splu(K, permc_spec="COLAMD")
