@@ -227,8 +227,7 @@ def _resume_point(scenario, model, integ, path: str):
     pd, pe = integ.powers(s)
     s = replace(s, power_diss=pd, power_ext=pe)
     a = p["attrs"]
-    integ.n_steps = int(a.get("steps", 0))
-    integ.n_iterations = int(a.get("newton_iterations", 0))
+    integ.continue_counts(int(a.get("steps", 0)), int(a.get("newton_iterations", 0)))
     return {"state": s, "frames": p["frames"], "rejected": int(a.get("rejected_steps", 0)),
             "wall": float(a.get("wall_time_s", 0.0)),
             "energies": {k: list(p[f"energy/{k}"]) for k in ("kinetic", "potential", "dissipated", "external_work")}}

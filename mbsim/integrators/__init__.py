@@ -1,4 +1,66 @@
-"""Time integrators: a registry ``{name: class}`` so that a second scheme can sit beside the first."""
+"""Time integrators: a registry ``{name: class}`` so that a second scheme can sit beside the first.
+
+:class:`Integrator` is everything the driver (:mod:`mbsim.driver`) uses of one;
+the driver reads these members and calls these methods, and writes none of
+an integrator's attributes.
+"""
+from __future__ import annotations
+
+from typing import Protocol
+
 from .generalized_alpha import AlphaParameters, GeneralizedAlpha, State, StepResult, StepStatus  # noqa: F401
+
+
+class Integrator(Protocol):
+    """The contract between the driver and a time integrator.
+
+    1. ``name`` (str) is written to the result file's ``integrator`` attribute;
+       ``params`` has ``rho_inf``, ``alpha_f``, ``alpha_m``, ``beta``, ``gamma``
+       for the file's header.
+    2. ``solver.kind`` names the linear solver (file attribute and summary).
+    3. ``n_steps`` and ``n_iterations`` count the steps taken and Newton
+       corrections applied; ``timing`` maps phase names to seconds.  A resumed
+       run continues them with :meth:`continue_counts`.
+    4. ``initial_state()`` is the :class:`State` at t = 0 (initial
+       accelerations included); ``powers(s)`` the dissipated and load powers
+       of a state read back from a file.
+    5. ``step(s, dt)`` takes one step and returns a :class:`StepResult`: a
+       failed step leaves ``s`` usable and says why.
+    6. ``restart(s)`` is called at every stored frame and returns the state
+       to continue from (the integrator may drop history there).
+    7. ``can_advance`` says whether ``advance(s, dt, n)`` and
+       ``advance_frames(s, dt, k0, nframes, spf, buffers)`` can take blocks of
+       fixed steps in compiled code; when they stop early the driver redoes
+       the next step with ``step``.
+    8. ``warm_up(s, dt, frame_every)`` compiles or loads what the run will
+       call, before the clock starts, and leaves every counter as it was.
+    """
+
+    name: str
+    params: AlphaParameters
+    solver: object  # has ``kind`` (str)
+    n_steps: int
+    n_iterations: int
+    timing: dict
+
+    def initial_state(self) -> State: ...
+
+    def powers(self, s: State) -> tuple: ...
+
+    def step(self, s: State, dt: float) -> StepResult: ...
+
+    def restart(self, s: State) -> State: ...
+
+    def continue_counts(self, steps: int, iterations: int) -> None: ...
+
+    def warm_up(self, s: State, dt: float, frame_every: int) -> None: ...
+
+    @property
+    def can_advance(self) -> bool: ...
+
+    def advance(self, s: State, dt: float, nsteps: int): ...
+
+    def advance_frames(self, s: State, dt: float, k0: int, nframes: int, spf: int, buffers: dict): ...
+
 
 INTEGRATORS = {GeneralizedAlpha.name: GeneralizedAlpha}

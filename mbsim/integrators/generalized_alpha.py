@@ -562,6 +562,11 @@ class GeneralizedAlpha:
             self.timing.clear()
             self.timing.update(timing)
 
+    def continue_counts(self, steps: int, iterations: int) -> None:
+        """Count on from a resumed run's ``steps`` and Newton ``iterations`` (the file's counters)."""
+        self.n_steps = int(steps)
+        self.n_iterations = int(iterations)
+
     @property
     def can_advance(self) -> bool:
         """Whether :meth:`advance` and :meth:`advance_frames` can take blocks of steps in compiled
