@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import dataclasses
 import textwrap
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -330,3 +331,33 @@ def test_an_interrupt_inside_the_frame_bookkeeping_still_ends_cleanly(monkeypatc
     assert np.isfinite(s.energy_drift_J)
     lengths = {len(v) for v in s.frames_data.values()}
     assert lengths == {3}  # frame 0 and the two blocks completed before the interrupt
+
+
+def test_every_compiled_entry_point_has_one_specialization(monkeypatch):
+    """Runs through every stepping path (whole frames per compiled call, one frame per call,
+    Python-driven adaptive steps) leave one numba specialization per kernel called from Python.
+    A second one -- from a literal argument or a read-only array where the other call site passes
+    a writable one -- costs ~25 s on a first run (the step loop was compiled twice that way)."""
+    import importlib
+    import pkgutil
+
+    from numba.core.registry import CPUDispatcher
+
+    import mbsim.kernels
+    from mbsim import driver, kernels
+    if not kernels.AVAILABLE:
+        pytest.skip("numba engine not in use")
+    sc = load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "pendulum.yaml"))
+    assert run(sc, None, write=False, end=0.05).status == "completed"
+    monkeypatch.setattr(driver._Loop, "multi_frame", False)
+    assert run(sc, None, write=False, end=0.05).status == "completed"
+    adaptive = dataclasses.replace(sc, time=dataclasses.replace(sc.time, adaptive=True))
+    assert run(adaptive, None, write=False, end=0.05).status == "completed"
+    counts = {}
+    for m in pkgutil.iter_modules(mbsim.kernels.__path__):
+        mod = importlib.import_module(f"mbsim.kernels.{m.name}")
+        for name, obj in vars(mod).items():
+            if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__ and obj.overloads:
+                counts[f"{m.name}.{name}"] = len(obj.overloads)
+    assert "stepper.run" in counts and "connectors.spring" in counts
+    assert all(n == 1 for n in counts.values()), counts
