@@ -24,7 +24,8 @@ class TorsionalDamper(ConnectorKind):
         super().__init__(specs, index, body_index, r0, R0)
         self.chi = np.array([s.damping for s in specs], dtype=float)
         cc = np.array([_PROJ[s.projection] for s in specs], dtype=float).reshape(-1, 2)
-        self.c0, self.c1 = cc[:, 0], cc[:, 1]
+        # contiguous columns: strided ones would give the compiled kernel a second numba specialization
+        self.c0, self.c1 = np.ascontiguousarray(cc[:, 0]), np.ascontiguousarray(cc[:, 1])
         axis = np.array([s.axis if s.axis is not None else np.zeros(3) for s in specs],
                         dtype=float).reshape(-1, 3)
         self.E = np.einsum("nji,nj->ni", R0[self.ia], axis)  # material axis in A's frame

@@ -207,7 +207,8 @@ class GeneralizedAlpha:
         # largest principal moment of inertia and longest connector arm |Z| of each moving body
         # (the rotational rows of _tolerances and their round-off)
         nm = model.n_moving
-        self._j_max = np.linalg.eigvalsh(model.inertia[:nm])[:, -1] if nm else np.zeros(0)
+        # contiguous: a strided column would give the compiled loop a second numba specialization
+        self._j_max = np.ascontiguousarray(np.linalg.eigvalsh(model.inertia[:nm])[:, -1]) if nm else np.zeros(0)
         arm = np.zeros(model.n_all)
         for kind in model.kinds:
             for idx, Z in ((kind.ia, getattr(kind, "ZA", None)), (kind.ib, getattr(kind, "ZB", None))):

@@ -333,31 +333,62 @@ def test_an_interrupt_inside_the_frame_bookkeeping_still_ends_cleanly(monkeypatc
     assert lengths == {3}  # frame 0 and the two blocks completed before the interrupt
 
 
-def test_every_compiled_entry_point_has_one_specialization(monkeypatch):
-    """Runs through every stepping path (whole frames per compiled call, one frame per call,
-    Python-driven adaptive steps) leave one numba specialization per kernel called from Python.
-    A second one -- from a literal argument or a read-only array where the other call site passes
-    a writable one -- costs ~25 s on a first run (the step loop was compiled twice that way)."""
-    import importlib
-    import pkgutil
+SPECIALIZATIONS = r"""
+import dataclasses, importlib, json, pkgutil, sys
+from numba.core.registry import CPUDispatcher
+import mbsim.kernels
+from mbsim import driver
+from mbsim.driver import run
+from mbsim.scenario import load_scenario
 
-    from numba.core.registry import CPUDispatcher
-
-    import mbsim.kernels
-    from mbsim import driver, kernels
-    if not kernels.AVAILABLE:
-        pytest.skip("numba engine not in use")
-    sc = load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "pendulum.yaml"))
+for path in sys.argv[1:]:
+    sc = load_scenario(path)
+    driver._Loop.multi_frame = True
     assert run(sc, None, write=False, end=0.05).status == "completed"
-    monkeypatch.setattr(driver._Loop, "multi_frame", False)
+    driver._Loop.multi_frame = False
     assert run(sc, None, write=False, end=0.05).status == "completed"
     adaptive = dataclasses.replace(sc, time=dataclasses.replace(sc.time, adaptive=True))
     assert run(adaptive, None, write=False, end=0.05).status == "completed"
-    counts = {}
-    for m in pkgutil.iter_modules(mbsim.kernels.__path__):
-        mod = importlib.import_module(f"mbsim.kernels.{m.name}")
-        for name, obj in vars(mod).items():
-            if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__ and obj.overloads:
-                counts[f"{m.name}.{name}"] = len(obj.overloads)
-    assert "stepper.run" in counts and "connectors.spring" in counts
-    assert all(n == 1 for n in counts.values()), counts
+counts, differ = {}, {}
+for m in pkgutil.iter_modules(mbsim.kernels.__path__):
+    mod = importlib.import_module(f"mbsim.kernels.{m.name}")
+    for name, obj in vars(mod).items():
+        if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__ and obj.overloads:
+            key = f"{m.name}.{name}"
+            counts[key] = len(obj.overloads)
+            sigs = list(obj.overloads)
+            args = obj.py_func.__code__.co_varnames
+            differ[key] = sorted({f"{a}: {x} / {y}" for sig in sigs[1:] for a, x, y in zip(args, sigs[0], sig)
+                                  if x != y})
+print(json.dumps({"counts": counts, "differ": differ}))
+"""
+
+
+def test_every_compiled_entry_point_has_one_specialization():
+    """Runs through every stepping path (whole frames per compiled call, one frame per call,
+    Python-driven adaptive steps) of two models leave one numba specialization per kernel called
+    from Python.  A second one -- from a literal
+    argument, or a strided or read-only array where the other call site passes a contiguous or
+    writable one -- costs up to ~25 s on a first run (the step loop was compiled twice that way;
+    j_max and the torsional c0/c1 were strided columns).  In a fresh process, so that no other
+    test's direct kernel calls count."""
+    import json
+    import os
+    import subprocess
+    import sys
+
+    from mbsim import kernels
+    if not kernels.AVAILABLE:
+        pytest.skip("numba engine not in use")
+    root = Path(__file__).resolve().parents[2]
+    env = dict(os.environ, PYTHONPATH=str(root) + os.pathsep + os.environ.get("PYTHONPATH", ""))
+    # one body and one torsional damper, then several of each: a column of a (1, k) array is
+    # contiguous, of an (n, k) array strided -- the two models meet both
+    models = [str(root / "scenarios" / name) for name in ("pendulum.yaml", "double_pendulum_3d.yaml")]
+    done = subprocess.run([sys.executable, "-c", SPECIALIZATIONS, *models], capture_output=True, text=True, env=env,
+                          timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = json.loads(done.stdout.strip().splitlines()[-1])
+    counts, differ = out["counts"], out["differ"]
+    assert "stepper.run" in counts and "connectors.spring" in counts and "connectors.torsional" in counts
+    assert all(n == 1 for n in counts.values()), {k: differ[k] for k, n in counts.items() if n > 1}
