@@ -378,10 +378,10 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     break
                 if rnorm > 1e8 * max(hist[0], _TINY):
                     break
-                _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1, al1,
-                            a_pred, w_pred, al_pred, R, Q, tol)
-                if not _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv,
-                                   lu_state, dt, R, du, tree_work, counters):
+                _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1,
+                            al1, a_pred, w_pred, al_pred, R, Q, tol)
+                if not _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
+                                   lu_piv, lu_state, dt, R, du, tree_work, counters):
                     break
                 have = True
                 sz = _size(du, tol)

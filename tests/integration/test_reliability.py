@@ -67,7 +67,7 @@ def check_readable(path: Path) -> int:
 def warm_kernels(tmp_path_factory):
     """A short run of the chain by the repository copy that the subprocesses below run, so that
     numba's cache holds its kernels and the signals land in the time loop, not in a first
-    compile (a signal during the compile is tested on its own, with an empty cache)."""
+    compile (a signal during the compile: test_a_signal_numba_swallows_while_compiling_still_interrupts)."""
     d = tmp_path_factory.mktemp("warm")
     scen = d / "chain.yaml"
     scen.write_text(chain_text(end=0.05))
@@ -133,27 +133,6 @@ def test_sigint_and_sigterm_end_cleanly_and_resume_continues(tmp_path, warm_kern
             t = f["time"][:]
             assert T2 > T and t[T - 1] == t_stop and f.attrs["status"] == "completed"
             assert t[-1] == pytest.approx(t_more)
-
-
-def test_ctrl_c_while_the_kernels_compile_is_an_interrupt(tmp_path):
-    """Ctrl-C during a first run's compile (an empty numba cache) ends the run as interrupted:
-    exit 130, the file readable and marked `interrupted` (where in the compile the signal lands
-    varies; the test below makes it land where numba swallows it)."""
-    scen = tmp_path / "chain.yaml"
-    scen.write_text(chain_text())
-    out = tmp_path / "cold.h5"
-    env = dict(os.environ, PYTHONPATH=str(REPO), NUMBA_CACHE_DIR=str(tmp_path / "empty-cache"))
-    proc = subprocess.Popen([sys.executable, "-m", "mbsim", "run", str(scen), "-o", str(out)],
-                            env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    while not out.exists() and proc.poll() is None:
-        time.sleep(0.01)
-    time.sleep(1.0)  # compiling takes tens of seconds: the signal lands inside numba
-    proc.send_signal(signal.SIGINT)
-    _, err = proc.communicate(timeout=120)
-    assert proc.returncode == 130, err
-    assert "interrupted" in err and "internal error" not in err
-    with h5py.File(out) as f:
-        assert f.attrs["status"] == "interrupted"
 
 
 def test_a_signal_numba_swallows_while_compiling_still_interrupts(tmp_path, monkeypatch):

@@ -9,7 +9,8 @@ from mbsim.integrators import INTEGRATORS, Integrator
 
 def _members(protocol) -> set:
     names = set(getattr(protocol, "__annotations__", {}))
-    names |= {n for n, v in vars(protocol).items() if not n.startswith("_") and (callable(v) or isinstance(v, property))}
+    names |= {n for n, v in vars(protocol).items()
+              if not n.startswith("_") and (callable(v) or isinstance(v, property))}
     return names
 
 
