@@ -16,18 +16,6 @@ from .connectors import add_block, cross, dot, mtv, mv, row
 
 
 @njit(cache=True)
-def cay_matrix(t, C):
-    """C ← cay(t) = I + 4/(4+|t|²)(t̂ + ½t̂²), with t̂² = ttᵀ − |t|² I (THEORY §3)."""
-    tt = t[0] * t[0] + t[1] * t[1] + t[2] * t[2]
-    s = 4.0 / (4.0 + tt)
-    for r in range(3):
-        for q in range(3):
-            C[r, q] = s * 0.5 * (t[r] * t[q] - (tt if r == q else 0.0)) + (1.0 if r == q else 0.0)
-    C[0, 1] -= s * t[2]; C[0, 2] += s * t[1]; C[1, 0] += s * t[2]
-    C[1, 2] -= s * t[0]; C[2, 0] -= s * t[1]; C[2, 1] += s * t[0]
-
-
-@njit(cache=True)
 def cay_mv(t, u, sign):
     """cay(t) u (``sign`` = 1) or cay(t)ᵀ u = cay(−t) u (``sign`` = −1), for tuples t and u:
     u + s (sign t×u + ½ (t (t·u) − |t|² u)), s = 4/(4+|t|²) (THEORY §3)."""
@@ -53,10 +41,9 @@ def cay_compose(c, th, i):
 
 @njit(cache=True)
 def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-               r1, q1, R1, T, Omega, v1, a1, w1, al1, scr):
+               r1, q1, R1, T, Omega, v1, a1, w1, al1):
     """r' = r_n + d, q' = quat(cay θ) ⊗ q_n (normalised; q_n itself when θ = 0), Λ', T(θ),
-    Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4)
-    (``scr``: a connectors.SCRATCH array, unused: the kernel needs no work space)."""
+    Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4)."""
     for i in range(d.shape[0]):
         t = row(th, i)
         tt = dot(t, t)

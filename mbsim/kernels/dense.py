@@ -68,18 +68,6 @@ def lu_block_solve(a, off, n, piv, poff, b, boff):
 
 
 @njit(cache=True)
-def lu_in_place(A, piv):
-    """:func:`lu_block` of the square C-contiguous matrix ``A``."""
-    return lu_block(A.reshape(-1), 0, A.shape[0], piv, 0)
-
-
-@njit(cache=True)
-def lu_solve_in_place(A, piv, b):
-    """:func:`lu_block_solve` with the factors of :func:`lu_in_place`, in place on ``b``."""
-    lu_block_solve(A.reshape(-1), 0, A.shape[0], piv, 0, b, 0)
-
-
-@njit(cache=True)
 def factorize(data, flat, n, lu, piv):
     """LU of the matrix whose entries ``data[j]`` sit at row-major position ``flat[j]``.
 

@@ -78,7 +78,7 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     updates per array.  The loads are those of step ``step`` of ``F_alpha``/``M_alpha``.
     """
     kb.kinematics(d, th, s_q, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-                  r1, q1, R1, T, Om, v1, a1, w1, al1, scr)
+                  r1, q1, R1, T, Om, v1, a1, w1, al1)
     kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, F_alpha, M_alpha, step, Xn, af, am, c_a, g, mode != 0,
                 R, Q, Ktt, scr)
     if mode != 0:
