@@ -309,6 +309,26 @@ def row(res: dict) -> str:
             f"{a['position_m']:>10.2e} {a['rotation_rad']:>14.2e}")
 
 
+def table(args, header: str, row_of, steps_of, bench) -> list | None:
+    """``bench(n, steps)`` for every N of ``args.n``, each row printed as it comes (unless --json);
+    the results, or None after printing why a run failed."""
+    if not args.json:
+        print(header)
+        print("-" * len(header), flush=True)
+    results = []
+    for n in args.n:
+        steps = args.steps if args.steps is not None else steps_of(n)
+        try:
+            res = bench(n, steps)
+        except (RuntimeError, subprocess.TimeoutExpired) as exc:
+            print(f"vs_exudyn: {exc}", file=sys.stderr)
+            return None
+        results.append(res)
+        if not args.json:
+            print(row_of(res), flush=True)
+    return results
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
@@ -370,20 +390,10 @@ def main(argv=None) -> int:
     run_mbsim(2, 5)
     run_exudyn(python, 2, 5, args.exudyn_newton)
 
-    results = []
-    if not args.json:
-        print(HEADER)
-        print("-" * len(HEADER), flush=True)
-    for n in args.n:
-        steps = args.steps if args.steps is not None else default_steps(n)
-        try:
-            res = bench_one(n, steps, args.repeats, python, args.exudyn_newton, log)
-        except (RuntimeError, subprocess.TimeoutExpired) as exc:
-            print(f"vs_exudyn: {exc}", file=sys.stderr)
-            return 1
-        results.append(res)
-        if not args.json:
-            print(row(res), flush=True)
+    results = table(args, HEADER, row, default_steps,
+                    lambda n, steps: bench_one(n, steps, args.repeats, python, args.exudyn_newton, log))
+    if results is None:
+        return 1
     if args.json:
         print(json.dumps({"info": info, "results": results}, indent=1))
     else:
@@ -402,23 +412,14 @@ def main_process(args, python: str, exu_version: str, info: dict, log) -> int:
         print(f"chain: dt = {DT:g} s, rho_inf = {RHO_INF}; whole processes (mbsim run of a scenario file, writing "
               f"two frames; the Exudyn script in its interpreter), median of {args.repeats} interleaved runs; "
               f"ratio = median of per-pair mbsim/Exudyn")
-    results = []
     with tempfile.TemporaryDirectory() as tmp:
         # warm-up, not measured: numba's cache filled, the file system's caches warm for both interpreters
         bench_process(2, 5, 1, python, args.exudyn_newton, Path(tmp), lambda msg: None)
-        if not args.json:
-            print(PROCESS_HEADER)
-            print("-" * len(PROCESS_HEADER), flush=True)
-        for n in args.n:
-            steps = args.steps if args.steps is not None else default_process_steps(n)
-            try:
-                res = bench_process(n, steps, args.repeats, python, args.exudyn_newton, Path(tmp), log)
-            except RuntimeError as exc:
-                print(f"vs_exudyn: {exc}", file=sys.stderr)
-                return 1
-            results.append(res)
-            if not args.json:
-                print(process_row(res), flush=True)
+        results = table(args, PROCESS_HEADER, process_row, default_process_steps,
+                        lambda n, steps: bench_process(n, steps, args.repeats, python, args.exudyn_newton, Path(tmp),
+                                                       log))
+    if results is None:
+        return 1
     if args.json:
         print(json.dumps({"info": info, "process": results}, indent=1))
     return 0
