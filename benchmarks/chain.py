@@ -149,7 +149,7 @@ def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> 
     model = Model(sc)
     s = GeneralizedAlpha(model, sc.integrator).initial_state()
     C = model.n_connectors
-    args = (s.r, s.q, s.v, s.w, model.mass, model.inertia, model.gravity, *stepper.kind_arguments(model),
+    args = (s.r, s.q, s.v, s.w, model.mass, model.inertia, model.gravity, *stepper.element_arguments(model),
             np.empty((C, 3)), np.empty((C, 3)), np.empty(C), np.empty(9))
     repeat(1, *args)
     reps = 1

@@ -5,7 +5,7 @@ every local entry, the sparsity pattern of the tangent (in CSC order, which
 SuperLU factorizes directly) and, for every local tangent entry, its position
 in the CSC data array.  An iteration then only runs ``np.bincount`` over
 precomputed positions — no COO→CSR conversion, no Python loop over bodies or
-connectors (a loop over the few connector *kinds* remains).
+elements.
 
 Local order per connector is ``[Δr_A, Δθ_A, Δr_B, Δθ_B]``; a fixed body's
 entries are dropped.  Per moving body the unknowns are ``[Δr, Δθ]``.
@@ -17,11 +17,13 @@ import numpy as np
 from .model.model import Model
 
 
-def connector_dofs(model: Model, kind) -> np.ndarray:
-    """Global unknown of each local entry, ``(n, 12)``; −1 for a fixed body's entries."""
+def element_dofs(model: Model) -> np.ndarray:
+    """Global unknown of each local entry of every element instance, ``(n, 12)``; −1 for a fixed
+    body's entries."""
     nm = model.n_moving
-    out = np.empty((kind.n, 12), dtype=np.int64)
-    for side, body in enumerate((kind.ia, kind.ib)):
+    el = model.elements
+    out = np.empty((el.n, 12), dtype=np.int64)
+    for side, body in enumerate((el.body[:, 0], el.body[:, 1])):
         base = np.where(body < nm, 6 * body, -1)
         for j in range(6):
             out[:, 6 * side + j] = np.where(base >= 0, base + j, -1)
@@ -52,24 +54,15 @@ class Assembler:
         cols_b = np.concatenate([(base[:, None, None] + jj).reshape(nm, 9),
                                  (base[:, None, None] + 3 + jj).reshape(nm, 9)], axis=1)
 
-        # Connector blocks.
-        self.kind_dofs = []
-        self.kind_res_mask = []
-        self.kind_res_idx = []
-        self.kind_tan_mask = []
-        rows_c, cols_c = [], []
-        for kind in model.kinds:
-            d = connector_dofs(model, kind)
-            self.kind_dofs.append(d)
-            rmask = (d >= 0).ravel()
-            self.kind_res_mask.append(rmask)
-            self.kind_res_idx.append(d.ravel()[rmask])
-            R = np.broadcast_to(d[:, :, None], (kind.n, 12, 12)).ravel()
-            C = np.broadcast_to(d[:, None, :], (kind.n, 12, 12)).ravel()
-            tmask = (R >= 0) & (C >= 0)
-            self.kind_tan_mask.append(tmask)
-            rows_c.append(R[tmask])
-            cols_c.append(C[tmask])
+        # Element blocks.
+        n = model.elements.n
+        d = self.el_dofs = element_dofs(model)
+        self._res_mask = (d >= 0).ravel()
+        self._res_idx = d.ravel()[self._res_mask]
+        R = np.broadcast_to(d[:, :, None], (n, 12, 12)).ravel()
+        C = np.broadcast_to(d[:, None, :], (n, 12, 12)).ravel()
+        self._tan_mask = (R >= 0) & (C >= 0)
+        rows_c, cols_c = [R[self._tan_mask]], [C[self._tan_mask]]
 
         rows = np.concatenate([rows_b.ravel()] + rows_c)
         cols = np.concatenate([cols_b.ravel()] + cols_c)
@@ -84,9 +77,8 @@ class Assembler:
         # one position array for all contributions, in the order values are concatenated
         self._pattern_index = pos.ravel()
         self._n_body_entries = rows_b.size
-        # pairs of moving bodies that a connector couples (the linear solver's graph)
-        pairs = [np.stack((k.ia, k.ib), axis=1) for k in model.kinds]
-        pairs = np.concatenate(pairs) if pairs else np.zeros((0, 2), np.intp)
+        # pairs of moving bodies that an element couples (the linear solver's graph)
+        pairs = model.elements.body
         self.coupling = pairs[(pairs < nm).all(axis=1)]
         self.use_storage(np.arange(self.nnz, dtype=np.int64), self.nnz)
 
@@ -95,46 +87,11 @@ class Assembler:
         ``storage_map[j]`` of an array of ``size`` values."""
         self.size = size
         self.positions = np.asarray(storage_map, dtype=np.int64)[self._pattern_index]
-        # the same positions per block, for the compiled scatter: bodies (nm, 18) and every
-        # connector kind (n, 144) with −1 where an entry is dropped (a fixed body's)
+        # the same positions per block, for the compiled scatter: bodies (nm, 18) and element
+        # instances (n, 144) with −1 where an entry is dropped (a fixed body's)
         nb = self._n_body_entries
         # int32 halves the memory read per scatter (large models are bound by memory traffic)
         self.body_pos = self.positions[:nb].reshape(-1, 18).astype(np.int32)
-        self.kind_pos = []
-        start = nb
-        for mask in self.kind_tan_mask:
-            kp = np.full(mask.size, -1, dtype=np.int32)
-            count = int(mask.sum())
-            kp[mask] = self.positions[start:start + count]
-            start += count
-            self.kind_pos.append(kp.reshape(-1, 144))
-
-    # ------------------------------------------------------------------
-    def residual(self, R_body: np.ndarray, evals) -> np.ndarray:
-        """Global residual from body residuals ``(n_moving, 6)`` and element evaluations."""
-        out = R_body.reshape(-1).copy()
-        for idx, mask, ev in zip(self.kind_res_idx, self.kind_res_mask, evals):
-            out += np.bincount(idx, weights=ev.residual.ravel()[mask], minlength=self.ndof)
-        return out
-
-    def force_scale(self, Q_body: np.ndarray, evals) -> np.ndarray:
-        """Entry-wise sum of absolute contributions: the force scale of the convergence test."""
-        out = np.abs(Q_body).reshape(-1)
-        for idx, mask, ev in zip(self.kind_res_idx, self.kind_res_mask, evals):
-            out += np.bincount(idx, weights=np.abs(ev.residual.ravel()[mask]), minlength=self.ndof)
-        return out
-
-    def tangent_data(self, K_body_rr: np.ndarray, K_body_tt: np.ndarray, evals) -> np.ndarray:
-        """CSC data of the global tangent.
-
-        Parameters
-        ----------
-        K_body_rr, K_body_tt : (n_moving, 3, 3)
-            Translational and rotational body blocks.
-        evals : list of ElementEval
-            With ``tangent`` set, in ``model.kinds`` order.
-        """
-        nm = K_body_rr.shape[0]
-        vals = [np.concatenate((K_body_rr.reshape(nm, 9), K_body_tt.reshape(nm, 9)), axis=1).ravel()]
-        vals += [ev.tangent.ravel()[mask] for mask, ev in zip(self.kind_tan_mask, evals)]
-        return np.bincount(self.positions, weights=np.concatenate(vals), minlength=self.size)
+        kp = np.full(self._tan_mask.size, -1, dtype=np.int32)
+        kp[self._tan_mask] = self.positions[nb:]
+        self.el_pos = kp.reshape(-1, 144)

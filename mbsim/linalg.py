@@ -4,7 +4,7 @@ Three strategies, chosen once per model from its coupling graph and size:
 
 - **tree** — the moving bodies joined by connectors form a forest (a chain,
   a rope, a tree; any number of bodies): block LU without fill in O(N)
-  (:mod:`mbsim.kernels.tree`, compiled).  Needs the compiled engine.
+  (:mod:`mbsim.kernels.tree`, compiled).
 - **dense** — other small systems (≤ DENSE_MAX_DOFS unknowns): LU with
   partial pivoting (LAPACK in the Python step, :mod:`mbsim.kernels.dense`
   in the compiled step loop).
@@ -44,12 +44,12 @@ class LinearSolver:
     rows, cols : int arrays
         The same pattern entry by entry (CSC order).
     coupling : (m, 2) int array, optional
-        Pairs of moving bodies joined by a connector; enables the tree strategy.
-    compiled : bool
-        Whether compiled kernels may be used (the tree strategy needs them).
+        Pairs of moving bodies joined by an element; enables the tree strategy.
+    allow_tree : bool
+        Whether the tree strategy may be chosen (False: dense or sparse, as for a graph with loops).
     """
 
-    def __init__(self, ndof: int, indptr, indices, rows=None, cols=None, coupling=None, compiled=False):
+    def __init__(self, ndof: int, indptr, indices, rows=None, cols=None, coupling=None, allow_tree=True):
         self.ndof = ndof
         self.indptr = indptr
         self.indices = indices
@@ -57,7 +57,7 @@ class LinearSolver:
         self._perm = None  # sparse strategy: column ordering found by the first factorization
         nm = ndof // 6
         self.tree = None
-        if compiled and coupling is not None and nm > 0:
+        if allow_tree and coupling is not None and nm > 0:
             from .kernels import tree
             self.tree = tree.forest(nm, np.asarray(coupling, dtype=np.int64).reshape(-1, 2))
         if self.tree is not None:

@@ -1,93 +1,58 @@
-"""What every connector kind shares: the evaluation record, point kinematics,
-and the generic 12×12 assembly of THEORY §6.
+"""The element contract and the packed description of all element instances.
 
-A connector kind holds the parameters of *all* its instances in arrays and
-evaluates them in one call.  Local unknown order per instance is
-``[Δr_A, Δθ_A, Δr_B, Δθ_B]`` (12 entries).
+An element kind is one class (one file in this package) that says:
+
+1. ``type`` -- its scenario ``type`` name;
+2. ``fields`` -- the layout of its parameter row, ``((name, width), …)``;
+3. ``pack(specs, ia, ib, r0, R0)`` -- its instances' parameters, ``{name: (n, width)}``;
+4. ``arms`` / ``stiffness`` -- the fields holding its material arms (A, B) and its stiffness,
+   read by Newton's round-off floor (``None`` where it has none);
+5. ``law`` -- one compiled function that evaluates its instances ``lo … hi−1``: residual rows,
+   tangent blocks, and the frame outputs (force, moment, length, potential, power);
+6. ``failure`` -- what to say when ``law`` reports an instance undefined.
+
+:mod:`mbsim.elements` registers the kinds (their order is their kind id) and
+:mod:`mbsim.elements.engine` calls their laws through one switch.  docs/develop.md
+("Adding an element") is this contract with an example.
+
+All instances of all kinds are packed into one :class:`Elements` (MuJoCo's
+``eq_type``/``eq_data``): sorted by kind, each kind a contiguous range
+``start[k] … start[k+1]−1``, one parameter row each.  Local unknown order per
+instance is ``[Δr_A, Δθ_A, Δr_B, Δθ_B]`` (12 entries).
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import ClassVar, Optional
+from typing import Callable, ClassVar, Optional
 
 import numpy as np
 
-from ..model.kinematics import Kinematics
-from ..model.rotations import cross, matvec, skew
+# Columns of the per-instance output row ``out`` that a law fills.
+FORCE, MOMENT, LENGTH, POTENTIAL, POWER = 0, 3, 6, 7, 8
+N_OUT = 9
 
 
-@dataclass(frozen=True, eq=False)
-class ElementEval:
-    """Result of evaluating all instances of one connector kind.
-
-    Attributes
-    ----------
-    residual : (n, 12)
-        Local residual contributions (THEORY §6), at n+α.
-    tangent : (n, 12, 12) or None
-        Local tangent ``K = −∂R/∂u``; None when not requested.
-    force, moment : (n, 3)
-        Force and pure moment on body A at n+α [N, N·m].
-    length : (n,)
-        Distance between the insertion points [m] (NaN where none).
-    power : (n,)
-        Dissipated power [W] (≥ 0 at a single state).
-    potential : (n,)
-        Stored elastic energy [J].
-    degenerate : (n,) bool
-        Instances whose force is undefined (a spring with L0 > 0 at L = 0).
-    """
-
-    residual: np.ndarray
-    tangent: Optional[np.ndarray]
-    force: np.ndarray
-    moment: np.ndarray
-    length: np.ndarray
-    power: np.ndarray
-    potential: np.ndarray
-    degenerate: np.ndarray
+def offsets(fields) -> tuple:
+    """The first column of each field of a parameter row: ``((name, width), …)`` → ``(0, w0, w0+w1, …)``."""
+    out, col = [], 0
+    for _, width in fields:
+        out.append(col)
+        col += width
+    return tuple(out)
 
 
-class ConnectorKind:
-    """Base of the batched connector kinds.
-
-    Parameters
-    ----------
-    specs : sequence of ConnectorSpec
-        The instances of this kind, in scenario order.
-    index : sequence of int
-        Their positions in the scenario's connector list.
-    body_index : mapping str -> int
-        Internal body index of every body name (``world`` included).
-    r0 : (n_all, 3), R0 : (n_all, 3, 3)
-        Initial centre positions and rotation matrices of all bodies.
-    """
+class ElementKind:
+    """Base of the element kinds; see the module docstring for the contract."""
 
     type: ClassVar[str] = ""
-    compiled: bool = False  # set by the Model: evaluate with the numba kernel of the kind
+    fields: ClassVar[tuple] = ()
+    arms: ClassVar[Optional[tuple]] = None  # (field of the arm on A, field of the arm on B)
+    stiffness: ClassVar[Optional[str]] = None
+    failure: ClassVar[str] = "is undefined at this state"
+    law: ClassVar[Callable]
 
-    def __init__(self, specs, index, body_index, r0, R0):
-        self.names = [s.name for s in specs]
-        self.index = np.asarray(index, dtype=np.intp)
-        self.ia = np.array([body_index[s.body_a] for s in specs], dtype=np.intp)
-        self.ib = np.array([body_index[s.body_b] for s in specs], dtype=np.intp)
-        self.n = len(specs)
-
-    def __len__(self):
-        return self.n
-
-    def evaluate(self, kin: Kinematics, tangent: Optional[str] = None) -> ElementEval:
-        """Evaluate every instance; ``tangent`` is None, ``'consistent'`` or ``'seed'``."""
-        if self.compiled:
-            return self.evaluate_compiled(kin, tangent)
-        return self.evaluate_numpy(kin, tangent)
-
-    def evaluate_numpy(self, kin: Kinematics, tangent: Optional[str] = None) -> ElementEval:
-        """The batched numpy kernel: the readable reference implementation."""
-        raise NotImplementedError
-
-    def evaluate_compiled(self, kin: Kinematics, tangent: Optional[str] = None) -> ElementEval:
-        """The same quantities from the compiled kernel (:mod:`mbsim.kernels.connectors`)."""
+    @staticmethod
+    def pack(specs, ia, ib, r0, R0) -> dict:
         raise NotImplementedError
 
 
@@ -98,74 +63,132 @@ def material_arms(points: np.ndarray, ia, ib, r0, R0) -> tuple[np.ndarray, np.nd
     return ZA, ZB
 
 
-@dataclass(frozen=True, eq=False)
-class PointKinematics:
-    """Arms and points of one side of a batch of connectors (THEORY §6)."""
+class Elements:
+    """Every element instance of a model, packed into arrays (see the module docstring).
 
-    z1: np.ndarray  # z' = Λ' Z
-    za: np.ndarray  # z_α
-    xa: np.ndarray  # x_α = r_α + z_α
-
-    @classmethod
-    def of(cls, kin: Kinematics, ib: np.ndarray, Z: np.ndarray) -> "PointKinematics":
-        z1 = matvec(kin.R1[ib], Z)
-        zn = z1 if kin.alpha_f == 1.0 else matvec(kin.Rn[ib], Z)
-        za = kin.interp(z1, zn)
-        xa = kin.interp(kin.r1[ib], kin.rn[ib]) + za
-        return cls(z1=z1, za=za, xa=xa)
-
-    def velocity(self, kin: Kinematics, ib: np.ndarray, Z: np.ndarray) -> np.ndarray:
-        """Point velocity at n+α: ``α_f (v'+ω'×z') + (1−α_f)(v_n+ω_n×z_n)``."""
-        v1 = kin.v1[ib] + cross(kin.w1[ib], self.z1)
-        if kin.alpha_f == 1.0:
-            return v1
-        zn = matvec(kin.Rn[ib], Z)
-        return kin.interp(v1, kin.vn[ib] + cross(kin.wn[ib], zn))
-
-
-def pair_residual(f, m, pA: PointKinematics, pB: PointKinematics) -> np.ndarray:
-    """``[f, z_A×f + m, −f, −(z_B×f + m)]`` as ``(n, 12)`` (THEORY §6)."""
-    mA = cross(pA.za, f) + m
-    mB = cross(pB.za, f) + m
-    return np.concatenate((f, mA, -f, -mB), axis=1)
-
-
-def pair_tangent(alpha_f, f, F, M, pA: PointKinematics, pB: PointKinematics, geometric: bool):
-    """Generic consistent 12×12 block of THEORY §6.
-
-    Parameters
+    Attributes
     ----------
-    F : (n, 4, 3, 3)
-        ``[F_rA, F_θA, F_rB, F_θB]`` with ``Df = α_f Σ F_j Δ_j``.
-    M : (n, 4, 3, 3) or None
-        The same for the pure moment (None: m does not depend on the state).
-    geometric : bool
-        Add the ``f̂ ẑ'`` terms from the rotation of the arms (the excerpts
-        omit them; ``tangent: seed`` reproduces that).
+    kinds : tuple of ElementKind subclasses
+        The registry, indexed by kind id.
+    start : (n_kinds + 1,) int64
+        Instances of kind k are ``start[k] … start[k+1]−1``.
+    kind : (n,) int64
+        Kind id of each instance.
+    body : (n, 2) int64
+        Internal index of bodies A and B.
+    data : (n, P) float
+        Parameter rows (the kind's ``fields``; P the widest kind's row).
+    index : (n,) int64
+        Scenario position of each instance (the row of ``/connectors/*`` in the result).
+    names : list of str
+    arm : (n, 2)
+        |Z_A|, |Z_B| of the material arms (0 where a kind has none).
+    stiff : (n,)
+        Stiffness of each instance (0 where a kind has none).
     """
-    n = f.shape[0]
-    ZA, ZB = skew(pA.za), skew(pB.za)
-    zAF = np.einsum("nik,njkl->njil", ZA, F)
-    zBF = np.einsum("nik,njkl->njil", ZB, F)
-    if M is not None:
-        zAF = zAF + M
-        zBF = zBF + M
-    K = np.empty((n, 4, 3, 4, 3))
-    K[:, 0] = -alpha_f * F.transpose(0, 2, 1, 3)
-    K[:, 1] = -alpha_f * zAF.transpose(0, 2, 1, 3)
-    K[:, 2] = alpha_f * F.transpose(0, 2, 1, 3)
-    K[:, 3] = alpha_f * zBF.transpose(0, 2, 1, 3)
-    if geometric:
-        fhat = skew(f)
-        K[:, 1, :, 1, :] -= alpha_f * fhat @ skew(pA.z1)
-        K[:, 3, :, 3, :] += alpha_f * fhat @ skew(pB.z1)
-    return K.reshape(n, 12, 12)
+
+    def __init__(self, kinds, connectors, body_index: dict, r0: np.ndarray, R0: np.ndarray):
+        self.kinds = tuple(kinds)
+        width = max((sum(w for _, w in k.fields) for k in self.kinds), default=0)
+        start, kind, body, rows, index, names, arm, stiff = [0], [], [], [], [], [], [], []
+        for kid, cls in enumerate(self.kinds):
+            idx = [i for i, c in enumerate(connectors) if c.type == cls.type]
+            start.append(start[-1] + len(idx))
+            if not idx:
+                continue
+            specs = [connectors[i] for i in idx]
+            ia = np.array([body_index[s.body_a] for s in specs], dtype=np.int64)
+            ib = np.array([body_index[s.body_b] for s in specs], dtype=np.int64)
+            values = cls.pack(specs, ia, ib, r0, R0)
+            row = np.zeros((len(idx), width))
+            for (name, w), col in zip(cls.fields, offsets(cls.fields)):
+                row[:, col:col + w] = np.asarray(values[name], dtype=float).reshape(len(idx), w)
+            rows.append(row)
+            kind += [kid] * len(idx)
+            body.append(np.stack((ia, ib), axis=1))
+            index += idx
+            names += [s.name for s in specs]
+            a = np.zeros((len(idx), 2))
+            if cls.arms is not None:
+                for side, name in enumerate(cls.arms):
+                    a[:, side] = np.linalg.norm(values[name], axis=1)
+            arm.append(a)
+            stiff.append(np.asarray(values[cls.stiffness], dtype=float).reshape(-1) if cls.stiffness
+                         else np.zeros(len(idx)))
+        n = len(kind)
+        self.n = n
+        self.start = np.array(start, dtype=np.int64)
+        self.kind = np.array(kind, dtype=np.int64)
+        self.body = np.concatenate(body) if body else np.zeros((0, 2), np.int64)
+        self.data = np.concatenate(rows) if rows else np.zeros((0, max(width, 1)))
+        if self.data.shape[1] == 0:
+            self.data = np.zeros((n, 1))
+        self.index = np.array(index, dtype=np.int64)
+        self.names = names
+        self.arm = np.concatenate(arm) if arm else np.zeros((0, 2))
+        self.stiff = np.concatenate(stiff) if stiff else np.zeros(0)
+
+    def __len__(self):
+        return self.n
+
+    def of_kind(self, type_name: str) -> np.ndarray:
+        """Packed positions of the instances of the kind called ``type_name``."""
+        k = [c.type for c in self.kinds].index(type_name)
+        return np.arange(self.start[k], self.start[k + 1])
+
+    def param(self, e: int, name: str) -> np.ndarray:
+        """Field ``name`` of instance ``e``'s parameter row (a copy)."""
+        cls = self.kinds[self.kind[e]]
+        col = offsets(cls.fields)[[f for f, _ in cls.fields].index(name)]
+        width = dict(cls.fields)[name]
+        return self.data[e, col:col + width].copy()
+
+    def describe(self, e: int) -> str:
+        """``spring 'name'``: how messages name instance ``e``."""
+        return f"{self.kinds[self.kind[e]].type} '{self.names[e]}'"
+
+    def failure(self, e: int) -> str:
+        return f"{self.describe(e)} {self.kinds[self.kind[e]].failure}"
 
 
-MODES = {None: 0, "consistent": 1, "seed": 2}  # tangent argument -> kernel mode
-NOPOS, NODATA = np.zeros((0, 144), np.int32), np.zeros(0)  # compiled kernels: return blocks, no direct scatter
+@dataclass(frozen=True, eq=False)
+class ElementEval:
+    """All element instances evaluated at one iterate or state, in packed order.
 
+    Attributes
+    ----------
+    residual : (n, 12)
+        Local residual contributions (THEORY §6), at n+α.
+    tangent : (n, 12, 12) or None
+        Local tangent ``K = −∂R/∂u``; None when not requested.
+    out : (n, N_OUT)
+        Frame outputs: force and pure moment on body A [N, N·m], length [m] (NaN where none),
+        stored energy [J], dissipated power [W] (columns FORCE … POWER).
+    failed : int
+        The first instance whose law is undefined here (a spring with L0 > 0 at L = 0), or −1.
+    """
 
-def outputs(n: int, tangent: Optional[str]):
-    """Fresh output arrays for a compiled kernel: residual, tangent (or a 1-row dummy)."""
-    return np.empty((n, 12)), np.empty((n, 12, 12) if tangent is not None else (1, 12, 12))
+    residual: np.ndarray
+    tangent: Optional[np.ndarray]
+    out: np.ndarray
+    failed: int
+
+    @property
+    def force(self):
+        return self.out[:, FORCE:FORCE + 3]
+
+    @property
+    def moment(self):
+        return self.out[:, MOMENT:MOMENT + 3]
+
+    @property
+    def length(self):
+        return self.out[:, LENGTH]
+
+    @property
+    def potential(self):
+        return self.out[:, POTENTIAL]
+
+    @property
+    def power(self):
+        return self.out[:, POWER]

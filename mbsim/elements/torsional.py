@@ -3,72 +3,105 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..model.rotations import matvec, outer, skew
-from ..kernels import connectors as kc
-from .base import MODES, NODATA, NOPOS, ConnectorKind, ElementEval, outputs
+from ..kernels import njit
+from ..kernels.connectors import CONSISTENT, NONE, add_block, dot, mv, row, skew_right
+from .base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, offsets
 
 # P = c0 I + c1 n⊗n for each projection; DP·ω then contributes W = −c1[(n·ω)I + n⊗ω] n̂'
 # (THEORY §7 lists W for P2 (+) and P3 (−); P1 and none have W = 0).
-_PROJ = {"P1": (1.0, 0.0), "P2": (1.0, -1.0), "P3": (0.0, 1.0), "none": (0.0, 0.0)}
+_WEIGHTS = {"P1": (1.0, 0.0), "P2": (1.0, -1.0), "P3": (0.0, 1.0), "none": (0.0, 0.0)}
+
+FIELDS = (("E", 3), ("chi", 1), ("c0", 1), ("c1", 1))
+_E, _CHI, _C0, _C1 = offsets(FIELDS)
 
 
-_UNUSED = np.zeros((1, 3, 3))  # stands in for T(θ) and Ω where the kernel reads none (mode 0)
+@njit(cache=True)
+def law(lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos, data, scr):
+    """Pure moment ``m = χ_r P (ω_B,α − ω_A,α)`` on A, P = c0 I + c1 n⊗n with the axis n turning with
+    body A, for instances ``lo … hi−1``; returns −1 (defined at every state).
+    (scr: S[0] = P, S[1] = W, S[2] = A, S[3] = M_A, S[4] = M_B.)"""
+    direct = pos.shape[0] > 0
+    bf = 1.0 - af
+    for e in range(lo, hi):
+        a, b = body[e, 0], body[e, 1]
+        chi, c0, c1 = p[e, _CHI], p[e, _C0], p[e, _C1]
+        w = ((af * w1[b, 0] + bf * wn[b, 0]) - (af * w1[a, 0] + bf * wn[a, 0]),
+             (af * w1[b, 1] + bf * wn[b, 1]) - (af * w1[a, 1] + bf * wn[a, 1]),
+             (af * w1[b, 2] + bf * wn[b, 2]) - (af * w1[a, 2] + bf * wn[a, 2]))
+        Ee = row(p, e, _E)
+        n1 = mv(R1, a, Ee)
+        nn = mv(Rn, a, Ee)
+        nv = (af * n1[0] + bf * nn[0], af * n1[1] + bf * nn[1], af * n1[2] + bf * nn[2])
+        for r in range(3):
+            for q in range(3):
+                scr[0, r, q] = c1 * nv[r] * nv[q] + (c0 if r == q else 0.0)
+        pw = 0.0
+        for r in range(3):
+            mr = chi * (scr[0, r, 0] * w[0] + scr[0, r, 1] * w[1] + scr[0, r, 2] * w[2])
+            out[e, FORCE + r] = 0.0
+            out[e, MOMENT + r] = mr
+            pw += mr * w[r]
+            res[e, r] = 0.0
+            res[e, 3 + r] = mr
+            res[e, 6 + r] = 0.0
+            res[e, 9 + r] = -mr
+        out[e, POWER] = pw
+        out[e, LENGTH] = np.nan
+        out[e, POTENTIAL] = 0.0
+        if mode != NONE:
+            nw = dot(nv, w)
+            for r in range(3):  # A = (n·ω) I + n⊗ω
+                for q in range(3):
+                    scr[2, r, q] = nv[r] * w[q] + (nw if r == q else 0.0)
+            skew_right(scr, 2, n1, scr, 1)  # W = −c1 A n̂'
+            for r in range(3):
+                for q in range(3):
+                    scr[1, r, q] *= -c1
+            if mode == CONSISTENT:  # MA = χ(−P Ω_A + W), MB = χ P Ω_B
+                for r in range(3):
+                    for q in range(3):
+                        sa = 0.0
+                        sb = 0.0
+                        for j in range(3):
+                            sa += scr[0, r, j] * Om[a, j, q]
+                            sb += scr[0, r, j] * Om[b, j, q]
+                        scr[3, r, q] = chi * (scr[1, r, q] - sa)
+                        scr[4, r, q] = chi * sb
+            else:  # seed: C_X = g P T(θ_X)ᵀ, K_mθA = χ(−C_A + W), K_mθB = χ C_B
+                for r in range(3):
+                    for q in range(3):
+                        sa = 0.0
+                        sb = 0.0
+                        for j in range(3):
+                            sa += scr[0, r, j] * T[a, q, j]
+                            sb += scr[0, r, j] * T[b, q, j]
+                        scr[3, r, q] = chi * (scr[1, r, q] - g * sa)
+                        scr[4, r, q] = chi * g * sb
+            ke = 0 if direct else e
+            for r in range(12):
+                for q in range(12):
+                    K[ke, r, q] = 0.0
+            for r in range(3):
+                for q in range(3):
+                    K[ke, 3 + r, 3 + q] = -af * scr[3, r, q]
+                    K[ke, 3 + r, 9 + q] = -af * scr[4, r, q]
+                    K[ke, 9 + r, 3 + q] = af * scr[3, r, q]
+                    K[ke, 9 + r, 9 + q] = af * scr[4, r, q]
+            if direct:
+                add_block(K, ke, pos, e, data)
+    return -1
 
 
-class TorsionalDamper(ConnectorKind):
-    """Pure moment ``m = χ_r P (ω_B,α − ω_A,α)`` on A; the axis n rotates with body A."""
+class TorsionalDamper(ElementKind):
+    """Torsional damper between two bodies, on their relative angular velocity projected by P."""
 
     type = "torsional_damper"
+    fields = FIELDS
+    law = law
 
-    def __init__(self, specs, index, body_index, r0, R0):
-        super().__init__(specs, index, body_index, r0, R0)
-        self.chi = np.array([s.damping for s in specs], dtype=float)
-        cc = np.array([_PROJ[s.projection] for s in specs], dtype=float).reshape(-1, 2)
-        # contiguous columns: strided ones would give the compiled kernel a second numba specialization
-        self.c0, self.c1 = np.ascontiguousarray(cc[:, 0]), np.ascontiguousarray(cc[:, 1])
-        axis = np.array([s.axis if s.axis is not None else np.zeros(3) for s in specs],
-                        dtype=float).reshape(-1, 3)
-        self.E = np.einsum("nji,nj->ni", R0[self.ia], axis)  # material axis in A's frame
-
-    def evaluate_numpy(self, kin, tangent=None) -> ElementEval:
-        ia, ib = self.ia, self.ib
-        w = kin.interp(kin.w1[ib], kin.wn[ib]) - kin.interp(kin.w1[ia], kin.wn[ia])
-        n1 = matvec(kin.R1[ia], self.E)
-        n = n1 if kin.alpha_f == 1.0 else kin.interp(n1, matvec(kin.Rn[ia], self.E))
-        I3 = np.eye(3)
-        P = self.c0[:, None, None] * I3 + self.c1[:, None, None] * outer(n, n)
-        Pw = matvec(P, w)
-        m = self.chi[:, None] * Pw
-        K = None
-        if tangent is not None:
-            af, chi = kin.alpha_f, self.chi[:, None, None]
-            nw = np.einsum("ni,ni->n", n, w)
-            W = -self.c1[:, None, None] * (nw[:, None, None] * I3 + outer(n, w)) @ skew(n1)
-            if tangent == "consistent":
-                MA = chi * (-P @ kin.Omega[ia] + W)
-                MB = chi * (P @ kin.Omega[ib])
-            else:
-                MA = chi * (-kin.g * P @ kin.T[ia].transpose(0, 2, 1) + W)
-                MB = chi * (kin.g * P @ kin.T[ib].transpose(0, 2, 1))
-            K = np.zeros((self.n, 4, 3, 4, 3))
-            K[:, 1, :, 1] = -af * MA
-            K[:, 1, :, 3] = -af * MB
-            K[:, 3, :, 1] = af * MA
-            K[:, 3, :, 3] = af * MB
-            K = K.reshape(self.n, 12, 12)
-        zero = np.zeros_like(m)
-        return ElementEval(
-            residual=np.concatenate((zero, m, zero, -m), axis=1), tangent=K, force=zero, moment=m,
-            length=np.full(self.n, np.nan), power=np.einsum("ni,ni->n", m, w),
-            potential=np.zeros(self.n), degenerate=np.zeros(self.n, bool))
-
-    def evaluate_compiled(self, kin, tangent=None) -> ElementEval:
-        n = self.n
-        res, K = outputs(n, tangent)
-        m, pw = np.empty((n, 3)), np.empty(n)
-        T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)  # single state: unused
-        kc.torsional(self.ia, self.ib, self.E, self.chi, self.c0, self.c1, kin.alpha_f, kin.g, kin.R1, kin.Rn,
-                     kin.w1, kin.wn, T, Om, MODES[tangent], res, K, m, pw, NOPOS, NODATA, np.empty(kc.SCRATCH))
-        return ElementEval(residual=res, tangent=K if tangent is not None else None, force=np.zeros_like(m),
-                           moment=m, length=np.full(n, np.nan), power=pw, potential=np.zeros(n),
-                           degenerate=np.zeros(n, bool))
+    @staticmethod
+    def pack(specs, ia, ib, r0, R0) -> dict:
+        axis = np.array([s.axis if s.axis is not None else np.zeros(3) for s in specs], dtype=float).reshape(-1, 3)
+        cc = np.array([_WEIGHTS[s.projection] for s in specs], dtype=float).reshape(-1, 2)
+        return {"E": np.einsum("nji,nj->ni", R0[ia], axis),  # material axis in A's frame
+                "chi": [s.damping for s in specs], "c0": cc[:, 0], "c1": cc[:, 1]}

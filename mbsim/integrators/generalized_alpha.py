@@ -196,8 +196,7 @@ class GeneralizedAlpha:
         self.spec = spec
         self.params = AlphaParameters.from_rho(spec.rho_inf)
         asm = self.assembler = Assembler(model)
-        self.solver = LinearSolver(model.ndof, asm.indptr, asm.indices, asm.rows, asm.cols, asm.coupling,
-                                   compiled=model.engine == "numba")
+        self.solver = LinearSolver(model.ndof, asm.indptr, asm.indices, asm.rows, asm.cols, asm.coupling)
         asm.use_storage(self.solver.storage_map, self.solver.storage_size)
         self.n_steps = 0
         self.n_iterations = 0
@@ -209,15 +208,11 @@ class GeneralizedAlpha:
         nm = model.n_moving
         # contiguous: a strided column would give the compiled loop a second numba specialization
         self._j_max = np.ascontiguousarray(np.linalg.eigvalsh(model.inertia[:nm])[:, -1]) if nm else np.zeros(0)
+        el = model.elements
         arm = np.zeros(model.n_all)
-        for kind in model.kinds:
-            for idx, Z in ((kind.ia, getattr(kind, "ZA", None)), (kind.ib, getattr(kind, "ZB", None))):
-                if Z is not None and len(idx):
-                    np.maximum.at(arm, idx, np.linalg.norm(Z, axis=1))
+        for side in range(2):
+            np.maximum.at(arm, el.body[:, side], el.arm[:, side])
         self._arm = arm[:nm]
-        # springs (ia, ib, k, |Z_A|, |Z_B|): their force k(L − L0) rounds like k·ε·(|x_A| + |x_B|)
-        self._springs = [(kind.ia, kind.ib, kind.k, np.linalg.norm(kind.ZA, axis=1), np.linalg.norm(kind.ZB, axis=1))
-                         for kind in model.kinds if kind.type == "spring"]
         self._fused = None  # arguments of the compiled step loop, built at its first use
         # wall time per phase of the Newton iteration [s] (benchmarks/chain.py --profile)
         self.timing = {k: 0.0 for k in ("bodies", "elements", "assembly", "factorization", "solve", "energy")}
@@ -234,7 +229,8 @@ class GeneralizedAlpha:
 
     def powers(self, s: State) -> tuple[float, float]:
         """Dissipated power of the dampers and power of the loads at a state [W]."""
-        pd = sum(float(ev.power.sum()) for _, ev in self.model.connector_forces(s.kinematics()))
+        power, start = self.model.element_actions(s.kinematics()).power, self.model.elements.start
+        pd = sum(float(power[lo:hi].sum()) for lo, hi in zip(start[:-1], start[1:]))  # kind by kind
         _, _, FL, ML = self.model.external(s.t)
         pe = float(np.sum(FL * s.v) + np.sum(ML * s.w))
         return pd, pe
@@ -265,83 +261,24 @@ class GeneralizedAlpha:
         """Per moving body, Σ k·(|x_A| + |x_B|) over its springs at positions ``r`` [N/1]: times ε, the
         round-off of their forces k(L − L0), formed from points that far from the origin."""
         out = np.zeros(self.model.n_all)
+        el = self.model.elements
+        springy = el.stiff != 0.0
+        ia, ib, arm = el.body[springy, 0], el.body[springy, 1], el.arm[springy]
         norms = np.linalg.norm(r, axis=1)
-        for ia, ib, k, za, zb in self._springs:
-            kx = k * (norms[ia] + norms[ib] + za + zb)
-            np.add.at(out, ia, kx)
-            np.add.at(out, ib, kx)
+        kx = el.stiff[springy] * (norms[ia] + norms[ib] + arm[:, 0] + arm[:, 1])
+        np.add.at(out, ia, kx)
+        np.add.at(out, ib, kx)
         return out[:self.model.n_moving]
 
     def evaluate(self, ctx: "_StepContext", d: np.ndarray, th: np.ndarray,
                  tangent: Optional[str] = None) -> "_Iterate":
         """Residual (and tangent data if ``tangent``) at the iterate with increments ``(d, th)``
-        (THEORY §4–7; see :meth:`predict` for what they are)."""
-        self.n_assemblies += 1
-        if self.model.engine == "numba":
-            return self._evaluate_compiled(ctx, d, th, tangent)
-        return self._evaluate_numpy(ctx, d, th, tangent)
-
-    def kinematics(self, ctx: "_StepContext", d: np.ndarray, th: np.ndarray) -> dict:
-        """r', q' (unit quaternions), Λ', T(θ), a', v', ω', α' of the iterate ``(d, th)``
-        for every body (THEORY §4); fixed bodies (d = θ = 0) keep their state exactly."""
-        s, p, nm = ctx.s, self.params, self.model.n_moving
-        r1, q1 = s.r.copy(), s.q.copy()
-        r1[:nm] += d[:nm]
-        turned = np.any(th[:nm] != 0.0, axis=1)  # θ = 0 exactly: Λ' = Λ_n to the last bit
-        half = np.concatenate((np.ones((int(turned.sum()), 1)), 0.5 * th[:nm][turned]), axis=1)  # (1, θ/2)
-        q1[:nm][turned] = quat_normalize(quat_mul(half, s.q[:nm][turned]))
-        C = cay(th)
-        a1 = ctx.c_a * d + ctx.a_pred
-        return {"r1": r1, "q1": q1, "R1": quat_to_matrix(q1), "T": tmat(th), "a1": a1,
-                "v1": s.v + ctx.dt * ((1 - p.gamma) * s.a + p.gamma * a1),
-                "w1": matvec(C, ctx.g * th + ctx.w_pred), "al1": matvec(C, ctx.c_a * th + ctx.al_pred)}
-
-    def _evaluate_numpy(self, ctx, d, th, tangent):
-        """The batched numpy path: readable, and the reference for the compiled one."""
-        m, p, clock = self.model, self.params, self.clock
-        nm = m.n_moving
-        af, am = p.alpha_f, p.alpha_m
-        s, g, c_a, Rn = ctx.s, ctx.g, ctx.c_a, ctx.Rn
-        Jb, mass = m.inertia[:nm], m.mass[:nm]
-
-        t0 = clock()
-        k = self.kinematics(ctx, d, th)
-        R1, T, a1, v1, w1, al1 = k["R1"], k["T"], k["a1"], k["v1"], k["w1"], k["al1"]
-        kin = Kinematics.of_step(af, g, R1, Rn, k["r1"], s.r, v1, s.v, w1, s.w, T)
-
-        # body residual (THEORY §5)
-        inert_r = mass[:, None] * (am * a1[:nm] + (1 - am) * s.a[:nm])
-        W1 = tmatvec(R1[:nm], w1[:nm])
-        A1 = tmatvec(R1[:nm], al1[:nm])
-        JW1 = matvec(Jb, W1)
-        X = am * matvec(Jb, A1) + ctx.Xn + af * cross(W1, JW1)
-        R1X = matvec(R1[:nm], X)
-        inert_t = af * R1X + (1 - af) * matvec(Rn[:nm], X)
-        R_body = np.concatenate((ctx.F_ext - inert_r, ctx.M_ext - inert_t), axis=1)
-        Ktt = None
-        if tangent is not None:
-            S = Rn[:nm].transpose(0, 2, 1) @ T[:nm].transpose(0, 2, 1)
-            Lam_a = af * R1[:nm] + (1 - af) * Rn[:nm]
-            inner = am * c_a * Jb + af * g * (skew(W1) @ Jb - skew(JW1))
-            Ktt = -af * skew(R1X) + Lam_a @ inner @ S
-        t1 = clock()
-        evals = [kind.evaluate(kin, tangent) for kind in m.kinds]
-        t2 = clock()
-        R = self.assembler.residual(R_body, evals)
-        Q = self.assembler.force_scale(
-            np.concatenate((np.abs(ctx.F_ext) + np.abs(inert_r), np.abs(ctx.M_ext) + np.abs(inert_t)), axis=1),
-            evals)
-        data = self.assembler.tangent_data(ctx.Krr, Ktt, evals) if tangent is not None else None
-        self.timing["bodies"] += t1 - t0
-        self.timing["elements"] += t2 - t1
-        self.timing["assembly"] += clock() - t2
-        return _Iterate(R=R, Q=Q, data=data, evals=evals, d=d, theta=th, r1=k["r1"], q1=k["q1"], a1=a1, v1=v1,
-                        w1=w1, al1=al1)
-
-    def _evaluate_compiled(self, ctx, d, th, tangent):
-        """The same quantities from the compiled kernels (:mod:`mbsim.kernels`)."""
+        (THEORY §4–7; see :meth:`predict` for what they are), from the compiled kernels: the body
+        terms (:mod:`mbsim.kernels.bodies`) and every element's law (:mod:`mbsim.elements.engine`)."""
+        from ..elements.engine import evaluate_at
         from ..kernels import bodies as kb
         from ..kernels import connectors as kc
+        self.n_assemblies += 1
         m, p, clock, asm = self.model, self.params, self.clock, self.assembler
         nm, n = m.n_moving, m.n_all
         s = ctx.s
@@ -349,7 +286,6 @@ class GeneralizedAlpha:
         R1, T, Om = np.empty((n, 3, 3)), np.empty((n, 3, 3)), np.empty((n, 3, 3))
         r1, v1, a1, w1, al1 = (np.empty((n, 3)) for _ in range(5))
         q1 = np.empty((n, 4))
-        scr = np.empty(kc.SCRATCH)
         kb.kinematics(d, th, s.q, s.r, s.v, s.a, s.w, s.al, ctx.dt, ctx.c_a, ctx.g, p.gamma, ctx.a_pred,
                       ctx.w_pred, ctx.al_pred, r1, q1, R1, T, Om, v1, a1, w1, al1)
         kin = Kinematics(alpha_f=p.alpha_f, R1=R1, Rn=ctx.Rn, r1=r1, rn=s.r, v1=v1, vn=s.v, w1=w1, wn=s.w,
@@ -357,22 +293,21 @@ class GeneralizedAlpha:
         R, Q = np.empty(asm.ndof), np.empty(asm.ndof)
         Ktt = np.empty((nm, 3, 3)) if tangent is not None else np.empty((1, 3, 3))
         kb.residual(nm, m.mass, m.inertia, R1, ctx.Rn, T, a1, s.a, w1, al1, ctx.F_ext[None], ctx.M_ext[None], 0,
-                    ctx.Xn, p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt, scr)
+                    ctx.Xn, p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt,
+                    np.empty(kc.SCRATCH))
         t1 = clock()
-        evals = [kind.evaluate(kin, tangent) for kind in m.kinds]
+        ev = evaluate_at(m.elements, kin, tangent)
         t2 = clock()
-        for dofs, ev in zip(asm.kind_dofs, evals):
-            kb.scatter_residual(dofs, ev.residual, R, Q)
+        kb.scatter_residual(asm.el_dofs, ev.residual, R, Q)
         data = None
         if tangent is not None:
             data = np.zeros(asm.size)
             kb.scatter_bodies(asm.body_pos, ctx.Krr[:, 0, 0].copy(), Ktt, data)
-            for pos, ev in zip(asm.kind_pos, evals):
-                kb.scatter_tangent(pos, ev.tangent, data)
+            kb.scatter_tangent(asm.el_pos, ev.tangent, data)
         self.timing["bodies"] += t1 - t0
         self.timing["elements"] += t2 - t1
         self.timing["assembly"] += clock() - t2
-        return _Iterate(R=R, Q=Q, data=data, evals=evals, d=d, theta=th, r1=r1, q1=q1, a1=a1, v1=v1, w1=w1,
+        return _Iterate(R=R, Q=Q, data=data, elements=ev, d=d, theta=th, r1=r1, q1=q1, a1=a1, v1=v1, w1=w1,
                         al1=al1)
 
     def _tolerances(self, ctx: "_StepContext", it: "_Iterate") -> np.ndarray:
@@ -443,13 +378,8 @@ class GeneralizedAlpha:
         while True:
             fresh = self.lu is None
             it = self.evaluate(ctx, d, th, spec.tangent if fresh else None)
-            bad = [(kind, ev) for kind, ev in zip(m.kinds, it.evals) if ev.degenerate.any()]
-            if bad:
-                kind, ev = bad[0]
-                name = kind.names[int(np.flatnonzero(ev.degenerate)[0])]
-                status, msg = StepStatus.DEGENERATE, (
-                    f"spring '{name}' collapsed to zero length with a positive rest length; "
-                    "its direction is undefined")
+            if it.elements.failed >= 0:
+                status, msg = StepStatus.DEGENERATE, m.elements.failure(it.elements.failed)
                 break
             rnorm = float(np.linalg.norm(it.R))
             history.append(rnorm)
@@ -546,8 +476,6 @@ class GeneralizedAlpha:
         integrator's counters, timings and factorization are put back as they
         were, so the run that follows is unchanged.
         """
-        if self.model.engine != "numba":
-            return
         saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, dict(self.timing), self.lu,
                  self.lu_dt)
         try:
@@ -573,8 +501,7 @@ class GeneralizedAlpha:
         """Whether :meth:`advance` and :meth:`advance_frames` can take blocks of steps in compiled
         code (numba; the block tree LU, or a dense LU for other small systems -- SuperLU stays
         with the Python step)."""
-        return (self.model.engine == "numba" and self.model.n_moving > 0
-                and self.solver.strategy in ("tree", "dense"))
+        return self.model.n_moving > 0 and self.solver.strategy in ("tree", "dense")
 
     def advance(self, s: State, dt: float, nsteps: int):
         """Up to ``nsteps`` steps of size ``dt`` in one compiled loop (:mod:`mbsim.kernels.stepper`).
@@ -595,7 +522,7 @@ class GeneralizedAlpha:
         t0 = self.clock()
         times = s.t + dt * np.arange(nsteps + 1)
         b = self._block(s, times[None, :], nsteps)
-        taken = stepper.advance(nsteps, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["kinds"],
+        taken = stepper.advance(nsteps, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["elements"],
                                 *b["solver"], *b["work"])
         new = self._after_block(s, b, float(times[taken]), taken)
         return new, taken, b["iterations"][:taken], b["residuals"][:taken]
@@ -634,7 +561,7 @@ class GeneralizedAlpha:
         status = np.zeros(2, np.int64)
         o = self.model.order
         frames = stepper.advance_frames(
-            nframes, spf, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["kinds"], *b["solver"],
+            nframes, spf, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["elements"], *b["solver"],
             *b["work"],
             o if o.dtype == np.int64 else o.astype(np.int64),
             *(buffers[k] for k in FRAME_BUFFER_KEYS), status)
@@ -676,7 +603,7 @@ class GeneralizedAlpha:
             "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy,),
             "model": (nm, m.mass, m.inertia, self._j_max, self._arm, af, p.alpha_m, p.beta, p.gamma),
             "loads": (F_alpha, M_alpha, FL, ML),
-            "kinds": f["kinds"],
+            "elements": f["elements"],
             "solver": (self.assembler.body_pos, self.assembler.size, *f["structure"],
                        {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol,
                        spec.atol, ROUNDOFF_FACTOR, NOISE_SIZE, CONTRACTION_LIMIT, SLOW_STEP),
@@ -699,14 +626,14 @@ class GeneralizedAlpha:
         return new
 
     def _fused_arguments(self) -> dict:
-        """Connector arrays for the compiled loop, and its factorization storage."""
+        """The packed elements for the compiled loop, and its factorization storage."""
         from ..kernels import stepper
         none = np.zeros(0, np.int64)
         if self.solver.strategy == "tree":  # (parent, order, dense positions): which LU the loop runs
             structure, size = (*self.solver.tree, none), self.assembler.size
         else:
             structure, size = (none, none, self.solver.dense_positions), self.model.ndof ** 2
-        return {"kinds": stepper.kind_arguments(self.model, self.assembler), "structure": structure,
+        return {"elements": stepper.element_arguments(self.model, self.assembler), "structure": structure,
                 "lu_data": np.zeros(size),
                 "lu_piv": np.zeros((self.model.n_moving, 6), np.int64), "lu_state": np.zeros(2)}
 
@@ -802,7 +729,7 @@ class _Iterate:
     R: np.ndarray
     Q: np.ndarray
     data: Optional[np.ndarray]
-    evals: list
+    elements: object  # ElementEval of every element instance
     d: np.ndarray
     theta: np.ndarray
     r1: np.ndarray

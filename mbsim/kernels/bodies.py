@@ -45,7 +45,7 @@ def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred
     """r' = r_n + d, q' = quat(cay θ) ⊗ q_n (normalised; q_n itself when θ = 0), Λ', T(θ),
     Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4)."""
     for i in range(d.shape[0]):
-        t = row(th, i)
+        t = row(th, i, 0)
         tt = dot(t, t)
         if tt == 0.0:
             w0, x0, y0, z0 = qn[i, 0], qn[i, 1], qn[i, 2], qn[i, 3]
@@ -98,8 +98,8 @@ def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, k, Xn, af, 
             ir = mass[i] * (am * a1[i, j] + (1.0 - am) * an[i, j])
             R[6 * i + j] = F_ext[k, i, j] - ir
             Q[6 * i + j] = abs(F_ext[k, i, j]) + abs(ir)
-        W = mtv(R1, i, row(w1, i))  # material angular velocity and acceleration
-        A = mtv(R1, i, row(al1, i))
+        W = mtv(R1, i, row(w1, i, 0))  # material angular velocity and acceleration
+        A = mtv(R1, i, row(al1, i, 0))
         JW = mv(Jb, i, W)
         JA = mv(Jb, i, A)
         X0 = cross(W, JW)

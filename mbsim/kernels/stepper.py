@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..elements import engine
+from ..elements.base import FORCE, LENGTH, MOMENT, N_OUT, POTENTIAL, POWER
 from . import bodies as kb
 from . import connectors as kc
 from . import dense, njit, tree
@@ -23,32 +25,17 @@ _EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)  # as np.finfo(float).tiny in the Python step
 
 
-def kind_arguments(model, assembler=None) -> tuple:
-    """The connector parameters in the order the kernels of this module take them.
-
-    Per kind, in the order spring, damper, torsional damper:
-    ``(ia, ib, <parameters>, index, dofs, pos)`` with ``index`` the scenario
-    position of each instance and ``dofs``/``pos`` the assembler's scatter
-    maps (empty without an assembler); empty arrays for a kind the model
-    lacks.  Built once per model and reused.
-    """
-    by = {k.type: (i, k) for i, k in enumerate(model.kinds)}
-    e_i, e_f, e_3 = np.zeros(0, np.int64), np.zeros(0), np.zeros((0, 3))
-    e_d, e_p = np.zeros((0, 12), np.int64), np.zeros((0, 144), np.int32)
-    fields = {"spring": ("ZA", "ZB", "k", "L0"), "damper": ("ZA", "ZB", "c"),
-              "torsional_damper": ("E", "chi", "c0", "c1")}
-    empty = {"spring": (e_3, e_3, e_f, e_f), "damper": (e_3, e_3, e_f), "torsional_damper": (e_3, e_f, e_f, e_f)}
-    out = ()
-    for name in ("spring", "damper", "torsional_damper"):
-        if name not in by:
-            out += (e_i, e_i) + empty[name] + (e_i, e_d, e_p)
-            continue
-        i, k = by[name]
-        maps = (assembler.kind_dofs[i], assembler.kind_pos[i]) if assembler is not None else (e_d, e_p)
-        out += ((k.ia.astype(np.int64), k.ib.astype(np.int64))
-                + tuple(np.ascontiguousarray(getattr(k, f)) for f in fields[name])
-                + (k.index.astype(np.int64),) + maps)
-    return out
+def element_arguments(model, assembler=None) -> tuple:
+    """The packed element description in the order the kernels of this module take it:
+    ``(start, body, data, index, arm, stiff, dofs, pos)`` (:class:`mbsim.elements.Elements`;
+    ``dofs``/``pos`` the assembler's scatter maps, empty without an assembler).  Built once per
+    model and reused."""
+    el = model.elements
+    if assembler is not None:
+        maps = (assembler.el_dofs, assembler.el_pos)
+    else:
+        maps = (np.zeros((0, 12), np.int64), np.zeros((0, 144), np.int32))
+    return (el.start, el.body, el.data, el.index, el.arm, el.stiff) + maps
 
 
 @njit(cache=True)
@@ -63,19 +50,16 @@ def _rotations(q, R):
 @njit(cache=True)
 def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
               a_pred, w_pred, al_pred, F_alpha, M_alpha, step, Xn, mass, Jb, krr,
-              sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-              tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt,
-              sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw, scratch, scr):
+              el_start, el_body, el_data, el_dofs, el_pos, body_pos,
+              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr):
     """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th), its
-    positions, orientations and rates into r1, q1, …; returns True if a spring is degenerate.
+    positions, orientations and rates into r1, q1, …; returns True if an element law is undefined
+    there (a collapsed spring).
 
-    The connector kernels add their 12×12 blocks straight into ``data``
-    through one (1, 12, 12) scratch block (no per-instance tangent array);
-    ``sp_res`` … ``scr`` are the arrays they write (:func:`_work`), passed one by one: unpacking
-    a tuple of arrays in a function called every iteration costs two atomic reference-count
-    updates per array.  The loads are those of step ``step`` of ``F_alpha``/``M_alpha``.
+    The element laws add their 12×12 blocks straight into ``data`` through one (1, 12, 12)
+    scratch block ``K1`` (no per-instance tangent array); the work arrays are passed one by one:
+    unpacking a tuple of arrays in a function called every iteration costs two atomic
+    reference-count updates per array.  The loads are those of step ``step`` of ``F_alpha``/``M_alpha``.
     """
     kb.kinematics(d, th, s_q, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
                   r1, q1, R1, T, Om, v1, a1, w1, al1)
@@ -84,90 +68,48 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     if mode != 0:
         data[:] = 0.0
         kb.scatter_bodies(body_pos, krr, Ktt, data)
-    degenerate = False
-    n = sp_ia.shape[0]
-    if n:
-        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, af, R1, Rn, r1, s_r, mode, sp_res, scratch, sp_f, sp_L,
-                  sp_pot, sp_deg, sp_pos, data, scr)
-        kb.scatter_residual(sp_dofs, sp_res, R, Q)
-        for e in range(n):
-            degenerate = degenerate or sp_deg[e]
-    n = dp_ia.shape[0]
-    if n:
-        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, af, g, R1, Rn, r1, s_r, v1, s_v, w1, s_w, T, mode,
-                  dp_res, scratch, dp_f, dp_L, dp_pw, dp_pos, data, scr)
-        kb.scatter_residual(dp_dofs, dp_res, R, Q)
-    n = tq_ia.shape[0]
-    if n:
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, af, g, R1, Rn, w1, s_w, T, Om, mode, tq_res, scratch,
-                     tq_m, tq_pw, tq_pos, data, scr)
-        kb.scatter_residual(tq_dofs, tq_res, R, Q)
-    return degenerate
+    failed = engine.evaluate(el_start, el_body, el_data, af, g, mode, r1, s_r, R1, Rn, v1, s_v, w1, s_w, T, Om,
+                             el_res, K1, el_out, el_pos, data, scr)
+    kb.scatter_residual(el_dofs, el_res, R, Q)
+    return failed >= 0
 
 
 @njit(cache=True)
-def _work(n_sp, n_dp, n_tq):
-    """The arrays the connector kernels write: per kind its residuals (n, 12) and outputs, a
-    (1, 12, 12) tangent scratch block, a (1, 3, 3) zero block, the empty scatter maps of a call
-    without tangent, and the kernels' own work space.  Callers unpack the tuple once, outside
-    their loops, and pass the arrays on one by one."""
-    return (np.empty((n_sp, 12)), np.empty((n_sp, 3)), np.empty(n_sp), np.empty(n_sp), np.empty(n_sp, np.bool_),
-            np.empty((n_dp, 12)), np.empty((n_dp, 3)), np.empty(n_dp), np.empty(n_dp),
-            np.empty((n_tq, 12)), np.empty((n_tq, 3)), np.empty(n_tq),
-            np.empty((1, 12, 12)), np.zeros((1, 3, 3)), np.zeros((0, 144), np.int32), np.zeros(0),
-            np.empty(kc.SCRATCH))
-
-
-@njit(cache=True)
-def _to_scenario_order(index, f, L, force, length):
-    """force/length of the instances of one kind into the rows of their scenario positions."""
-    for e in range(index.shape[0]):
-        for j in range(3):
-            force[index[e], j] = f[e, j]
-        length[index[e]] = L[e]
-
-
-@njit(cache=True)
-def _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
-                  dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
-                  force, moment, length, R,
-                  sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-                  K, dummy, nopos, nodata, scr):
-    """Connector actions at one state into force/moment/length (scenario order) and R ← Λ of
-    every body; returns (spring energy, dissipated power).  ``sp_res`` … ``scr``: :func:`_work`."""
+def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, force, moment, length, R,
+                  el_res, el_out, K1, dummy, nopos, nodata, scr):
+    """Element actions at one state into force/moment/length (scenario order) and R ← Λ of
+    every body; returns (stored energy, dissipated power)."""
     _rotations(q, R)
     # "no tangent" as a run-time int64, not the literal 0: a literal argument would make numba
-    # compile a second specialization of every connector kernel (~15 s on the first run)
+    # compile a second specialization of every law (~15 s on the first run)
     no_tangent = 0 * r.shape[0]
     for c in range(force.shape[0]):
         for j in range(3):
             force[c, j] = 0.0
             moment[c, j] = 0.0
         length[c] = np.nan
+    engine.evaluate(el_start, el_body, el_data, 1.0, 0.0, no_tangent, r, r, R, R, v, v, w, w, dummy, dummy,
+                    el_res, K1, el_out, nopos, nodata, scr)
     energy, power = 0.0, 0.0
-    n = sp_ia.shape[0]
-    if n:
-        kc.spring(sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, 1.0, R, R, r, r, no_tangent, sp_res, K, sp_f, sp_L, sp_pot,
-                  sp_deg, nopos, nodata, scr)
-        _to_scenario_order(sp_index, sp_f, sp_L, force, length)
-        for e in range(n):
-            energy += sp_pot[e]
-    n = dp_ia.shape[0]
-    if n:
-        kc.damper(dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, 1.0, 0.0, R, R, r, r, v, v, w, w, dummy, no_tangent, dp_res, K,
-                  dp_f, dp_L, dp_pw, nopos, nodata, scr)
-        _to_scenario_order(dp_index, dp_f, dp_L, force, length)
-        for e in range(n):
-            power += dp_pw[e]
-    n = tq_ia.shape[0]
-    if n:
-        kc.torsional(tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, 1.0, 0.0, R, R, w, w, dummy, dummy, no_tangent, tq_res,
-                     K, tq_m, tq_pw, nopos, nodata, scr)
-        for e in range(n):
-            for j in range(3):
-                moment[tq_index[e], j] = tq_m[e, j]
-            power += tq_pw[e]
+    for e in range(el_index.shape[0]):
+        c = el_index[e]
+        for j in range(3):
+            force[c, j] = el_out[e, FORCE + j]
+            moment[c, j] = el_out[e, MOMENT + j]
+        length[c] = el_out[e, LENGTH]
+        energy += el_out[e, POTENTIAL]
+        power += el_out[e, POWER]
     return energy, power
+
+
+@njit(cache=True)
+def _work(n_el):
+    """The arrays the element laws write: residual rows (n, 12) and outputs (n, N_OUT), a
+    (1, 12, 12) tangent scratch block, a (1, 3, 3) zero block, the empty scatter maps of a call
+    without tangent, and the laws' own work space.  Callers unpack the tuple once, outside
+    their loops, and pass the arrays on one by one."""
+    return (np.empty((n_el, 12)), np.empty((n_el, N_OUT)), np.empty((1, 12, 12)), np.zeros((1, 3, 3)),
+            np.zeros((0, 144), np.int32), np.zeros(0), np.empty(kc.SCRATCH))
 
 
 @njit(cache=True)
@@ -209,12 +151,14 @@ def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stif
 
 
 @njit(cache=True)
-def _spring_scale(nm, r, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, out):
+def _spring_scale(nm, r, el_body, el_arm, el_stiff, out):
     """:meth:`mbsim.integrators.GeneralizedAlpha._spring_scale` into ``out`` (nm,)."""
     out[:] = 0.0
-    for e in range(sp_ia.shape[0]):
-        a, b = sp_ia[e], sp_ib[e]
-        kx = sp_k[e] * (_n3(r, a) + _n3(r, b) + _n3(sp_ZA, e) + _n3(sp_ZB, e))
+    for e in range(el_body.shape[0]):
+        if el_stiff[e] == 0.0:
+            continue
+        a, b = el_body[e, 0], el_body[e, 1]
+        kx = el_stiff[e] * (_n3(r, a) + _n3(r, b) + el_arm[e, 0] + el_arm[e, 1])
         if a < nm:
             out[a] += kx
         if b < nm:
@@ -260,9 +204,7 @@ def advance(nsteps, dt, *args):
 @njit(cache=True)
 def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
         j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
-        sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-        dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-        tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos,
+        el_start, el_body, el_data, el_index, el_arm, el_stiff, el_dofs, el_pos,
         body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
         contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
         scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
@@ -294,10 +236,10 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     tol = np.empty((nm, 2)); stiff = np.empty(nm)
     hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
-    (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-     K1, dummy, nopos, nodata, scr) = _work(sp_ia.shape[0], dp_ia.shape[0], tq_ia.shape[0])
+    n_el = el_body.shape[0]
+    el_res, el_out, K1, dummy, nopos, nodata, scr = _work(n_el)
     du = np.empty(ndof); tree_work = np.empty(18 * nm)
-    n_conn = sp_ia.shape[0] + dp_ia.shape[0] + tq_ia.shape[0]
+    n_conn = n_el
     cf = np.empty((n_conn, 3)); cm = np.empty((n_conn, 3)); cl = np.empty(n_conn)  # single-state scratch
     r0 = np.empty_like(r); q0 = np.empty_like(q); v0 = np.empty_like(v)
     a0 = np.empty_like(a); w0 = np.empty_like(w); al0 = np.empty_like(al); e0 = np.empty_like(energy)
@@ -330,7 +272,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 Xn[i, 2] = (1.0 - af) * (W[0] * JW[1] - W[1] * JW[0])
                 for j in range(3):
                     Xn[i, j] += (1.0 - am) * (Jb[i, j, 0] * A[0] + Jb[i, j, 1] * A[1] + Jb[i, j, 2] * A[2])
-            _spring_scale(nm, r, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, stiff)
+            _spring_scale(nm, r, el_body, el_arm, el_stiff, stiff)
             # --- predictor (GeneralizedAlpha.predict) ------------------------------------
             extrapolate = prev_dt[0] > 0.0
             ratio = dt / prev_dt[0] if extrapolate else 0.0
@@ -362,12 +304,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 kmode = mode if fresh else 0
                 if _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
                              a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
-                             sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                             dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                             tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-                             R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt,
-                             sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-                             K1, scr):
+                             el_start, el_body, el_data, el_dofs, el_pos, body_pos,
+                             R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr):
                     break
                 rnorm = _norm(R)
                 hist[nh] = rnorm
@@ -395,12 +333,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     counters[2] += 1
                     _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
                               a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
-                              sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-                              dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-                              tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, body_pos,
-                              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt,
-                              sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-                              K1, scr)
+                              el_start, el_body, el_data, el_dofs, el_pos, body_pos,
+                              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
                     if not _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
                                        lu_piv, lu_state, dt, R, du, tree_work, counters):
                         break
@@ -432,11 +366,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 for j in range(4):
                     q[i, j] = q1[i, j]
             prev_dt[0] = dt
-            _, pd = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
-                                  dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1,
-                                  tq_index, cf, cm, cl, Rn,
-                                  sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-                                  K1, dummy, nopos, nodata, scr)
+            _, pd = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, cf, cm, cl, Rn,
+                                  el_res, el_out, K1, dummy, nopos, nodata, scr)
             pe = 0.0
             for i in range(n_all):
                 for j in range(3):
@@ -452,11 +383,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             prev_dt[0] = 0.0
             status[1] = 1
             return f
-        _frame_into(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
-                    dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
-                    f_force[f], f_moment[f], f_length[f], out, Rn,
-                    sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-                    K1, dummy, nopos, nodata, scr)
+        _frame_into(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index,
+                    f_force[f], f_moment[f], f_length[f], out, Rn, el_res, el_out, K1, dummy, nopos, nodata, scr)
         if not _finite1(out):
             status[0] = spf
             status[1] = 2
@@ -514,43 +442,32 @@ def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, R, du, work):
 
 
 @njit(cache=True)
-def frame(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index, sp_dofs, sp_pos,
-          dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, dp_dofs, dp_pos,
-          tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, tq_dofs, tq_pos, force, moment, length, out):
-    """Connector actions (scenario order), energies and momenta of one state, as
-    :func:`mbsim.diagnostics.frame_quantities` computes them.
+def frame(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_arm, el_stiff, el_dofs, el_pos,
+          force, moment, length, out):
+    """Element actions (scenario order), energies and momenta of one state, as
+    :func:`mbsim.diagnostics.frame_quantities` returns them.
 
     ``out`` = [kinetic, potential, p_x, p_y, p_z, H_x, H_y, H_z, Σ forces + Σ moments]
     (the last only to tell cheaply whether everything is finite).
     """
-    (sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-     K, dummy, nopos, nodata, scr) = _work(sp_ia.shape[0], dp_ia.shape[0], tq_ia.shape[0])
-    _frame_into(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
-                dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
-                force, moment, length, out, np.empty((r.shape[0], 3, 3)),
-                sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-                K, dummy, nopos, nodata, scr)
+    el_res, el_out, K1, dummy, nopos, nodata, scr = _work(el_body.shape[0])
+    _frame_into(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index, force, moment, length, out,
+                np.empty((r.shape[0], 3, 3)), el_res, el_out, K1, dummy, nopos, nodata, scr)
 
 
 @njit(cache=True)
-def _frame_into(r, q, v, w, mass, Jb, gravity, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
-                dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index, tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index,
-                force, moment, length, out, R,
-                sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m, tq_pw,
-                K, dummy, nopos, nodata, scr):
+def _frame_into(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index, force, moment, length, out, R,
+                el_res, el_out, K1, dummy, nopos, nodata, scr):
     """:func:`frame` with its work arrays given (``R``: (n, 3, 3), receives Λ of every body)."""
     n_all = r.shape[0]
-    spring_energy, _ = _single_state(r, q, v, w, sp_ia, sp_ib, sp_ZA, sp_ZB, sp_k, sp_L0, sp_index,
-                                     dp_ia, dp_ib, dp_ZA, dp_ZB, dp_c, dp_index,
-                                     tq_ia, tq_ib, tq_E, tq_chi, tq_c0, tq_c1, tq_index, force, moment, length, R,
-                                     sp_res, sp_f, sp_L, sp_pot, sp_deg, dp_res, dp_f, dp_L, dp_pw, tq_res, tq_m,
-                                     tq_pw, K, dummy, nopos, nodata, scr)
+    spring_energy, _ = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, force, moment, length, R,
+                                     el_res, el_out, K1, dummy, nopos, nodata, scr)
     kinetic, grav = 0.0, 0.0
     for j in range(2, 8):
         out[j] = 0.0
     for i in range(n_all):
         mi = mass[i]
-        W = kc.mtv(R, i, kc.row(w, i))  # J ω = Λ J_b Λᵀ ω
+        W = kc.mtv(R, i, kc.row(w, i, 0))  # J ω = Λ J_b Λᵀ ω
         Jw = kc.mv(R, i, kc.mv(Jb, i, W))
         for j in range(3):
             kinetic += 0.5 * (mi * v[i, j] * v[i, j] + w[i, j] * Jw[j])

@@ -1,5 +1,5 @@
 """The assembled mechanism: bodies as a structure of arrays, DOF numbering,
-connector kinds and loads, built once from a validated scenario.
+the packed element instances and loads, built once from a validated scenario.
 
 Internal body order is ``[moving bodies…, fixed bodies…, world]`` so that the
 unknowns of the moving bodies are a contiguous prefix: body ``i < n_moving``
@@ -9,11 +9,9 @@ internal order for output.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Optional
-
 import numpy as np
 
-from ..elements import ELEMENTS, ConnectorKind
+from ..elements import ELEMENTS, Elements
 from ..scenario.spec import WORLD, Scenario
 from .kinematics import Kinematics
 from .rotations import cross, matvec, quat_to_matrix
@@ -56,22 +54,11 @@ class Model:
     r0, q0, v0, w0 : (n_all, ·)
         Initial state (world frame; quaternions ``[w, x, y, z]``).
     gravity : (3,)
-    kinds : list of ConnectorKind
-        One batched object per connector type present.
-    engine : str
-        ``"numba"`` (compiled kernels, the default when numba is installed) or
-        ``"numpy"`` (the batched reference kernels); same results to rounding.
+    elements : Elements
+        Every connector instance, packed by kind (:mod:`mbsim.elements`).
     """
 
-    def __init__(self, scenario: Scenario, engine: Optional[str] = None):
-        from .. import kernels
-        if engine is None:
-            engine = "numba" if kernels.AVAILABLE else "numpy"
-        if engine not in ("numba", "numpy"):
-            raise ValueError(f"engine must be 'numba' or 'numpy', got {engine!r}")
-        if engine == "numba" and not kernels.NUMBA:
-            raise ValueError("engine 'numba' needs numba, which is not installed (pip install numba)")
-        self.engine = engine
+    def __init__(self, scenario: Scenario):
         self.scenario = scenario
         specs = scenario.bodies
         moving = [i for i, b in enumerate(specs) if not b.fixed]
@@ -100,13 +87,7 @@ class Model:
         self.gravity = np.asarray(scenario.gravity, dtype=float)
 
         R0 = quat_to_matrix(self.q0)
-        self.kinds: list[ConnectorKind] = []
-        for type_name, cls in ELEMENTS.items():
-            idx = [i for i, c in enumerate(scenario.connectors) if c.type == type_name]
-            if idx:
-                kind = cls([scenario.connectors[i] for i in idx], idx, self.index, self.r0, R0)
-                kind.compiled = engine == "numba"
-                self.kinds.append(kind)
+        self.elements = Elements(ELEMENTS, scenario.connectors, self.index, self.r0, R0)
         self.n_connectors = len(scenario.connectors)
         self.connector_names = [c.name for c in scenario.connectors]
 
@@ -138,24 +119,26 @@ class Model:
             (ML if L.is_torque[i] else FL)[:, L.body[i]] += contrib
         return FL + self.mass[:, None] * self.gravity, ML, FL, ML
 
-    def connector_forces(self, kin: Kinematics):
-        """Evaluate every connector kind at ``kin`` (no tangent); yields ``(kind, ElementEval)``."""
-        for kind in self.kinds:
-            yield kind, kind.evaluate(kin, None)
+    def element_actions(self, kin: Kinematics):
+        """Every element instance evaluated at ``kin`` (no tangent): an ElementEval in packed order."""
+        from ..elements.engine import evaluate_at
+        return evaluate_at(self.elements, kin)
 
     def resultants(self, kin: Kinematics, t: float):
         """Total force and moment about the centre on every body at a single state.
 
-        Returns ``(F, M)`` ``(n_all, 3)``: gravity, loads and connector actions
+        Returns ``(F, M)`` ``(n_all, 3)``: gravity, loads and element actions
         (the moment includes ``z × f`` of point forces).
         """
         F, M, _, _ = self.external(t)
-        for kind, ev in self.connector_forces(kin):
-            r = ev.residual
-            np.add.at(F, kind.ia, r[:, 0:3])
-            np.add.at(M, kind.ia, r[:, 3:6])
-            np.add.at(F, kind.ib, r[:, 6:9])
-            np.add.at(M, kind.ib, r[:, 9:12])
+        el = self.elements
+        res = self.element_actions(kin).residual
+        for lo, hi in zip(el.start[:-1], el.start[1:]):  # kind by kind (the summation order of the results)
+            r, ia, ib = res[lo:hi], el.body[lo:hi, 0], el.body[lo:hi, 1]
+            np.add.at(F, ia, r[:, 0:3])
+            np.add.at(M, ia, r[:, 3:6])
+            np.add.at(F, ib, r[:, 6:9])
+            np.add.at(M, ib, r[:, 9:12])
         return F, M
 
     def initial_accelerations(self, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:

@@ -193,11 +193,12 @@ def test_angular_momentum_balance_with_damper():
         f = frames(sc)
         from mbsim.model.model import Model
         Mdl = Model(sc)
-        d = [k for k in Mdl.kinds if k.type == "damper"][0]
+        el = Mdl.elements
+        e = el.of_kind("damper")[0]
         R = quat_to_matrix(f["bodies/orientation"])
-        ia, ib = [list(Mdl.order).index(i) for i in (d.ia[0], d.ib[0])]
-        xA = f["bodies/position"][:, ia] + np.einsum("nij,j->ni", R[:, ia], d.ZA[0])
-        xB = f["bodies/position"][:, ib] + np.einsum("nij,j->ni", R[:, ib], d.ZB[0])
+        ia, ib = [list(Mdl.order).index(i) for i in el.body[e]]
+        xA = f["bodies/position"][:, ia] + np.einsum("nij,j->ni", R[:, ia], el.param(e, "ZA"))
+        xB = f["bodies/position"][:, ib] + np.einsum("nij,j->ni", R[:, ib], el.param(e, "ZB"))
         ci = sc.connectors.index(next(c for c in sc.connectors if c.type == "damper"))
         moment = np.cross(xA - xB, f["connectors/force"][:, ci])
         integral = np.concatenate(([np.zeros(3)], np.cumsum(0.5 * dt * (moment[1:] + moment[:-1]), axis=0)))

@@ -286,8 +286,8 @@ def test_compiled_and_python_tolerances_agree():
     it = dataclasses.replace(it, R=R)
     nm, p, spec = ga.model.n_moving, ga.params, sc.integrator
     stiff = np.empty(nm)
-    f = ga._fused_arguments()["kinds"]
-    stepper._spring_scale(nm, s.r, f[0], f[1], f[2], f[3], f[4], stiff)
+    el = ga.model.elements
+    stepper._spring_scale(nm, s.r, el.body, el.arm, el.stiff, stiff)
     assert np.allclose(stiff, ctx.stiff, rtol=1e-15, atol=0) and np.all(stiff > 0)
     tol = np.empty((nm, 2))
     stepper._tolerances(nm, spec.rtol, spec.atol, ga_module.ROUNDOFF_FACTOR, ctx.g, ctx.c_a, p.alpha_f, p.alpha_m,

@@ -1,0 +1,83 @@
+"""One compiled path from the packed elements to the residual and tangent.
+
+:func:`evaluate` runs the law of every registered kind over its range of the
+packed arrays (:class:`mbsim.elements.base.Elements`).  The switch from kind
+id to law, :func:`law`, is written here as plain Python (what runs uncompiled,
+e.g. under ``NUMBA_DISABLE_JIT=1``) and, for numba, generated from the
+registry as an ``if kind == 0: … elif kind == 1: …`` chain of direct calls
+(:func:`_compiled_switch`), so that registering a kind is all it takes.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import NUMBA, njit
+from ..kernels.connectors import SCRATCH
+from . import ELEMENTS
+from .base import N_OUT, ElementEval, Elements
+
+MODES = {None: 0, "consistent": 1, "seed": 2}  # tangent argument -> law mode
+
+# The arguments every law takes, in order (the contract of docs/develop.md, item 5).
+LAW_ARGUMENTS = ("lo", "hi", "body", "p", "af", "g", "mode", "r1", "rn", "R1", "Rn", "v1", "vn", "w1", "wn",
+                 "T", "Om", "res", "K", "out", "pos", "data", "scr")
+
+
+def law(kind, lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos, data, scr):
+    """The law of kind id ``kind`` on instances ``lo … hi−1``; returns the first instance it finds
+    undefined, or −1."""
+    return ELEMENTS[kind].law(lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+                              pos, data, scr)
+
+
+def _compiled_switch(kind, lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+                     data, scr):
+    """numba's implementation of :func:`law`: a chain of direct calls, generated from the registry."""
+    names = ", ".join(LAW_ARGUMENTS)
+    lines = [f"def switch(kind, {names}):"]
+    for k in range(len(ELEMENTS)):
+        lines.append(f"    {'if' if k == 0 else 'elif'} kind == {k}:")
+        lines.append(f"        return law_{k}({names})")
+    lines.append("    return -1")
+    namespace = {f"law_{k}": cls.law for k, cls in enumerate(ELEMENTS)}
+    exec("\n".join(lines), namespace)  # noqa: S102 - source built above from the registry alone
+    return namespace["switch"]
+
+
+if NUMBA:
+    from numba.extending import overload
+    overload(law, jit_options={"error_model": "numpy"})(_compiled_switch)
+
+
+@njit(cache=True)
+def evaluate(start, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos, data, scr):
+    """Every element instance: residual rows into ``res`` (n, 12), outputs into ``out`` (n, N_OUT), and
+    with ``mode`` its tangent blocks into ``K`` (n, 12, 12), or, given scatter positions ``pos``
+    (n, 144), added straight into ``data`` through ``K`` (1, 12, 12).  Returns the first instance
+    a law finds undefined, or −1."""
+    failed = -1
+    for kind in range(start.shape[0] - 1):
+        lo, hi = start[kind], start[kind + 1]
+        if hi > lo:
+            f = law(kind, lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+                    pos, data, scr)
+            if f >= 0 and failed < 0:
+                failed = f
+    return failed
+
+
+_UNUSED = np.zeros((1, 3, 3))  # stands in for T(θ) and Ω at a single state (no tangent: not read)
+_NOPOS, _NODATA = np.zeros((0, 144), np.int32), np.zeros(0)
+
+
+def evaluate_at(el: Elements, kin, tangent=None) -> ElementEval:
+    """All instances at the iterate or state ``kin`` (:class:`mbsim.model.kinematics.Kinematics`),
+    tangent blocks returned when ``tangent`` is ``'consistent'`` or ``'seed'``."""
+    n = el.n
+    res, out = np.empty((n, 12)), np.empty((n, N_OUT))
+    K = np.empty((n, 12, 12) if tangent is not None else (1, 12, 12))
+    T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)
+    failed = evaluate(el.start, el.body, el.data, kin.alpha_f, kin.g, MODES[tangent], kin.r1, kin.rn, kin.R1,
+                      kin.Rn, kin.v1, kin.vn, kin.w1, kin.wn, T, Om, res, K, out, _NOPOS, _NODATA,
+                      np.empty(SCRATCH))
+    return ElementEval(residual=res, tangent=K if tangent is not None else None, out=out, failed=int(failed))
