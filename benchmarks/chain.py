@@ -140,10 +140,12 @@ def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> 
     from mbsim.kernels import stepper
     from mbsim.model.model import Model
 
+    frame = stepper.frame.dispatcher  # the compiled function itself (mbsim.kernels.Kernel)
+
     @njit
     def repeat(reps, *args):
         for _ in range(reps):
-            stepper.frame(*args)
+            frame(*args)
 
     sc = scenario_from_dict(chain_dict(n, 10, closed))
     model = Model(sc)

@@ -2,9 +2,12 @@
 
 An element kind is one class (one file in this package) that says:
 
-1. ``type`` -- its scenario ``type`` name;
-2. ``fields`` -- the layout of its parameter row, ``((name, width), …)``;
-3. ``pack(specs, ia, ib, r0, R0)`` -- its instances' parameters, ``{name: (n, width)}``;
+1. ``type``, ``aliases`` -- its scenario ``type`` name (and other accepted spellings);
+2. ``keys``, ``read(r, m)`` -- its own scenario keys (besides ``name``, ``type``, ``bodies``)
+   and how to read and check them with the loader's :class:`~mbsim.scenario.yamlnodes.Reader`,
+   returning the values of its :class:`~mbsim.scenario.spec.ConnectorSpec`;
+3. ``fields``, ``pack(specs, ia, ib, r0, R0)`` -- the layout of its parameter row,
+   ``((name, width), …)``, and its instances' values for it, ``{name: (n, width)}``;
 4. ``arms`` / ``stiffness`` -- the fields holding its material arms (A, B) and its stiffness,
    read by Newton's round-off floor (``None`` where it has none);
 5. ``law`` -- one compiled function that evaluates its instances ``lo … hi−1``: residual rows,
@@ -45,6 +48,8 @@ class ElementKind:
     """Base of the element kinds; see the module docstring for the contract."""
 
     type: ClassVar[str] = ""
+    aliases: ClassVar[tuple] = ()
+    keys: ClassVar[tuple] = ()
     fields: ClassVar[tuple] = ()
     arms: ClassVar[Optional[tuple]] = None  # (field of the arm on A, field of the arm on B)
     stiffness: ClassVar[Optional[str]] = None
@@ -52,8 +57,19 @@ class ElementKind:
     law: ClassVar[Callable]
 
     @staticmethod
+    def read(r, m) -> dict:
+        raise NotImplementedError
+
+    @staticmethod
     def pack(specs, ia, ib, r0, R0) -> dict:
         raise NotImplementedError
+
+
+def read_points(r, m) -> dict:
+    """``points: [[xA, yA, zA], [xB, yB, zB]]``: the insertion points of a connector at t = 0."""
+    node = r.require(m, "points")
+    points = None if node is None else r.numbers(node, m.sub("points"), 2, item=r.vector, what="points")
+    return dict(points=None if points is None else np.array(points))
 
 
 def material_arms(points: np.ndarray, ia, ib, r0, R0) -> tuple[np.ndarray, np.ndarray]:

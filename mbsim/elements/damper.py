@@ -6,7 +6,7 @@ import numpy as np
 from ..kernels import njit
 from ..kernels.connectors import (CONSISTENT, NONE, add_block, cross, dot, pair_residual, pair_tangent, point, row,
                                   skew_left)
-from .base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, material_arms, offsets
+from .base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, material_arms, offsets, read_points
 
 FIELDS = (("ZA", 3), ("ZB", 3), ("c", 1))
 _ZA, _ZB, _C = offsets(FIELDS)
@@ -91,9 +91,17 @@ class Damper(ElementKind):
     """Dashpot between a point of body A and a point of body B."""
 
     type = "damper"
+    aliases = ("dashpot",)
+    keys = ("points", "damping")
     fields = FIELDS
     arms = ("ZA", "ZB")
     law = law
+
+    @staticmethod
+    def read(r, m) -> dict:
+        fields = read_points(r, m)
+        fields["damping"] = r.required_number(m, "damping", ">=0")
+        return fields
 
     @staticmethod
     def pack(specs, ia, ib, r0, R0) -> dict:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..kernels import NUMBA, njit
+from ..kernels import njit, on_numba
 from ..kernels.connectors import SCRATCH
 from . import ELEMENTS
 from .base import N_OUT, ElementEval, Elements
@@ -39,12 +39,13 @@ def _compiled_switch(kind, lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn,
         lines.append(f"    {'if' if k == 0 else 'elif'} kind == {k}:")
         lines.append(f"        return law_{k}({names})")
     lines.append("    return -1")
-    namespace = {f"law_{k}": cls.law for k, cls in enumerate(ELEMENTS)}
+    namespace = {f"law_{k}": cls.law for k, cls in enumerate(ELEMENTS)}  # kernels: numba calls them directly
     exec("\n".join(lines), namespace)  # noqa: S102 - source built above from the registry alone
     return namespace["switch"]
 
 
-if NUMBA:
+@on_numba
+def _register_switch():
     from numba.extending import overload
     overload(law, jit_options={"error_model": "numpy"})(_compiled_switch)
 

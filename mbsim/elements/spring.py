@@ -4,8 +4,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit
+from ..scenario.yamlnodes import norm
 from ..kernels.connectors import CONSISTENT, NONE, add_block, pair_residual, pair_tangent, point, row, skew_right
-from .base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, material_arms, offsets
+from .base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, material_arms, offsets, read_points
 
 # Below this length (relative to the rest length) a spring with L0 > 0 has no
 # direction: the step fails instead of producing a huge, arbitrary force.
@@ -67,11 +68,24 @@ class Spring(ElementKind):
     """Linear spring between a point of body A and a point of body B."""
 
     type = "spring"
+    keys = ("points", "stiffness", "rest_length")
     fields = FIELDS
     arms = ("ZA", "ZB")
     stiffness = "k"
     failure = "collapsed to zero length with a positive rest length; its direction is undefined"
     law = law
+
+    @staticmethod
+    def read(r, m) -> dict:
+        fields = read_points(r, m)
+        fields["stiffness"] = r.required_number(m, "stiffness", ">=0")
+        points = fields["points"]
+        # halves first, so far-apart points give inf (refused) instead of overflowing
+        default = None if points is None else 2.0 * norm(0.5 * points[1] - 0.5 * points[0])
+        if default is not None and not np.isfinite(default):
+            r.report(m.sub("points"), m.get("points"), "the points are too far apart for a finite length")
+        fields["rest_length"] = r.optional(m, "rest_length", lambda n, p: r.number(n, p, ">=0"), default)
+        return fields
 
     @staticmethod
     def pack(specs, ia, ib, r0, R0) -> dict:

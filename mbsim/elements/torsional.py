@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit
+from ..scenario.spec import JOINT_PROJECTION, PROJECTIONS
 from ..kernels.connectors import CONSISTENT, NONE, add_block, dot, mv, row, skew_right
 from .base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, offsets
 
@@ -96,8 +97,27 @@ class TorsionalDamper(ElementKind):
     """Torsional damper between two bodies, on their relative angular velocity projected by P."""
 
     type = "torsional_damper"
+    keys = ("damping", "projection", "joint", "axis")
     fields = FIELDS
     law = law
+
+    @staticmethod
+    def read(r, m) -> dict:
+        """``projection`` or ``joint`` (exactly one), the ``axis`` P2/P3 need, and ``damping``."""
+        projection = joint = None
+        given = r.exactly_one(m, ("projection", "joint"))
+        if given == "projection":
+            projection = r.choice(m.get("projection"), m.sub("projection"), PROJECTIONS, "projection")
+        elif given == "joint":
+            joint = r.choice(m.get("joint"), m.sub("joint"), JOINT_PROJECTION, "joint")
+            projection = None if joint is None else JOINT_PROJECTION[joint]
+        axis = None
+        if projection in ("P2", "P3"):
+            node = r.require(m, "axis", f" (projection {projection} needs the joint axis)")
+            axis = None if node is None else r.unit(node, m.sub("axis"))
+        elif m.has("axis"):
+            r.vector(m.get("axis"), m.sub("axis"))  # checked, then ignored: P1 and none use no axis
+        return dict(projection=projection, joint=joint, axis=axis, damping=r.required_number(m, "damping", ">=0"))
 
     @staticmethod
     def pack(specs, ia, ib, r0, R0) -> dict:

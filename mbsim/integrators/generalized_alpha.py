@@ -65,8 +65,8 @@ from ..assembly import Assembler
 from ..linalg import LinearSolver, SingularMatrix
 from ..model.kinematics import Kinematics
 from ..model.model import Model
-from ..model.rotations import (cay, cay_compose, cayvec_quat, cross, matvec, quat_conj, quat_mul,
-                               quat_normalize, quat_to_matrix, skew, tmat, tmatvec)
+from ..model.rotations import (cay, cay_compose, cayvec_quat, cross, matvec, quat_conj, quat_mul, quat_to_matrix,
+                               tmatvec)
 from ..scenario.spec import IntegratorSpec
 
 
@@ -519,7 +519,6 @@ class GeneralizedAlpha:
             Newton iterations and final residual norm of each step taken.
         """
         from ..kernels import stepper
-        t0 = self.clock()
         times = s.t + dt * np.arange(nsteps + 1)
         b = self._block(s, times[None, :], nsteps)
         taken = stepper.advance(nsteps, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["elements"],

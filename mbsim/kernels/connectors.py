@@ -24,8 +24,6 @@ N = 1 (a spring's residual: 310 ns with views, 95 ns without).
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import njit
 
 NONE, CONSISTENT, SEED = 0, 1, 2

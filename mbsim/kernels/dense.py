@@ -8,8 +8,6 @@ agree with LAPACK's to round-off.
 """
 from __future__ import annotations
 
-import numpy as np
-
 from . import njit
 
 

@@ -39,10 +39,10 @@ import yaml
 
 from .errors import Problem, ScenarioError
 from .spec import (
-    JOINT_PROJECTION, PROJECTIONS, TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec,
+    TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec,
     IntegratorSpec, LoadSpec, OutputSpec, Ramp, Scenario, Sine, Table, TimeSpec, frozen_array,
 )
-from .yamlnodes import TOP, Map, Reader, compose, describe, join, kind, line_of, suggest
+from .yamlnodes import TOP, Map, Reader, compose, describe, join, kind, line_of, norm, suggest
 
 __all__ = ["load_scenario", "parse_scenario", "scenario_from_dict"]
 
@@ -51,12 +51,7 @@ _TOP_KEYS = ("mbsim", "name", "description", "gravity", "time", "integrator", "o
 _BODY_KEYS = ("name", "fixed", "mass", "inertia", "position", "orientation", "velocity",
               "angular_velocity")
 _ORIENTATIONS = ("quaternion", "axis_angle", "rotation_vector")
-_CONNECTOR_KEYS = {
-    "spring": ("name", "type", "bodies", "points", "stiffness", "rest_length"),
-    "damper": ("name", "type", "bodies", "points", "damping"),
-    "torsional_damper": ("name", "type", "bodies", "damping", "projection", "joint", "axis"),
-}
-_CONNECTOR_ALIASES = {"dashpot": "damper"}
+_CONNECTOR_COMMON = ("name", "type", "bodies")  # every element kind's keys besides its own (mbsim.elements)
 _TIME_FUNCTIONS = ("constant", "ramp", "sine", "table")
 _SYMMETRY_RTOL = 1e-9
 _EIGEN_RTOL = 1e-12
@@ -219,10 +214,6 @@ def _parse_unpaused(text: str, source: Optional[str], default_name: str) -> Scen
     return scenario
 
 
-def _optional(r: Reader, m: Map, key: str, read, default):
-    """``read(node, path)`` for a given key, else ``default``."""
-    node = m.get(key)
-    return default if node is None else read(node, m.sub(key))
 
 
 def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional[Scenario]:
@@ -235,9 +226,9 @@ def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional
     if version is not None and not (kind(version) == "number" and version.value.lstrip("+") == "1"):
         r.report("mbsim", version, f"must be 1 (the format version this program reads), "
                                    f"got {describe(version)}")
-    name = _optional(r, m, "name", lambda n, p: r.string(n, p, nonempty=True), default_name)
-    description = _optional(r, m, "description", r.string, "")
-    gravity = _optional(r, m, "gravity", r.vector, np.zeros(3))
+    name = r.optional(m, "name", lambda n, p: r.string(n, p, nonempty=True), default_name)
+    description = r.optional(m, "description", r.string, "")
+    gravity = r.optional(m, "gravity", r.vector, np.zeros(3))
     time = _time(r, m)
     integrator = _section(r, m, "integrator", _integrator)
     output = _section(r, m, "output", lambda r, node, path: _output(r, node, path, time))
@@ -291,8 +282,8 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
         r.report("time.step", step_node, f"time.step must not exceed time.end ({end_node.value}), "
                                          f"got {step_node.value}")
         return None
-    adaptive = _optional(r, m, "adaptive", r.boolean, False)
-    min_step = _optional(r, m, "min_step", lambda n, p: r.number(n, p, ">0"), DEFAULT_MIN_STEP * step)
+    adaptive = r.optional(m, "adaptive", r.boolean, False)
+    min_step = r.optional(m, "min_step", lambda n, p: r.number(n, p, ">0"), DEFAULT_MIN_STEP * step)
     if min_step is not None and min_step > step:
         r.report("time.min_step", m.get("min_step"),
                  f"must not exceed time.step ({step_node.value}), got {m.get('min_step').value}")
@@ -306,24 +297,24 @@ def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
     m = r.mapping(node, path, ("rho_inf", "tangent", "newton"))
     if m is None:
         return None
-    rho = _optional(r, m, "rho_inf", r.number, 0.9)
+    rho = r.optional(m, "rho_inf", r.number, 0.9)
     if rho is not None and not 0.0 <= rho <= 1.0:
         r.report(m.sub("rho_inf"), m.get("rho_inf"), f"must be in [0, 1], got {m.get('rho_inf').value}")
-    tangent = _optional(r, m, "tangent", lambda n, p: r.choice(n, p, TANGENTS, "tangent"), "consistent")
+    tangent = r.optional(m, "tangent", lambda n, p: r.choice(n, p, TANGENTS, "tangent"), "consistent")
     newton = {}
     newton_node = m.get("newton")
     if newton_node is not None and kind(newton_node) != "null":
         nm = r.mapping(newton_node, m.sub("newton"), ("max_iterations", "rtol", "atol", "modified"))
         if nm is not None:
-            iterations = _optional(r, nm, "max_iterations", r.integer, 25)
+            iterations = r.optional(nm, "max_iterations", r.integer, 25)
             if iterations is not None and iterations < 1:
                 r.report(nm.sub("max_iterations"), nm.get("max_iterations"),
                          f"must be a positive integer, got {nm.get('max_iterations').value}")
             newton = dict(
                 max_iterations=iterations,
-                rtol=_optional(r, nm, "rtol", lambda n, p: r.number(n, p, ">0"), 1e-8),
-                atol=_optional(r, nm, "atol", lambda n, p: r.number(n, p, ">0"), 1e-10),
-                modified=_optional(r, nm, "modified", r.boolean, IntegratorSpec.modified),
+                rtol=r.optional(nm, "rtol", lambda n, p: r.number(n, p, ">0"), 1e-8),
+                atol=r.optional(nm, "atol", lambda n, p: r.number(n, p, ">0"), 1e-10),
+                modified=r.optional(nm, "modified", r.boolean, IntegratorSpec.modified),
             )
     return IntegratorSpec(rho_inf=rho, tangent=tangent, **newton)
 
@@ -332,7 +323,7 @@ def _output(r: Reader, node, path: str, time: Optional[TimeSpec]) -> Optional[Ou
     m = r.mapping(node, path, ("interval", "file"))
     if m is None:
         return None
-    file = _optional(r, m, "file", lambda n, p: r.string(n, p, nonempty=True), None)
+    file = r.optional(m, "file", lambda n, p: r.string(n, p, nonempty=True), None)
     interval_node = m.get("interval")
     if interval_node is None:
         return None if time is None else OutputSpec(interval=time.step, file=file)
@@ -395,7 +386,7 @@ def _body(r: Reader, node, path: str) -> _Body:
     before = len(r.problems)
     name_node = r.require(m, "name")
     name = None if name_node is None else r.string(name_node, m.sub("name"), nonempty=True)
-    fixed = _optional(r, m, "fixed", r.boolean, False)
+    fixed = r.optional(m, "fixed", r.boolean, False)
     why = " (a body that is not fixed needs it)"
     mass, inertia = 0.0, np.zeros((3, 3))
     if m.has("mass"):
@@ -406,11 +397,11 @@ def _body(r: Reader, node, path: str) -> _Body:
         inertia = _inertia(r, m.get("inertia"), m.sub("inertia"))
     elif fixed is False:
         r.require(m, "inertia", why)
-    position = _optional(r, m, "position", r.vector, np.zeros(3))
-    orientation = _optional(r, m, "orientation", lambda n, p: _orientation(r, n, p),
+    position = r.optional(m, "position", r.vector, np.zeros(3))
+    orientation = r.optional(m, "orientation", lambda n, p: _orientation(r, n, p),
                             np.array([1.0, 0.0, 0.0, 0.0]))
-    velocity = _optional(r, m, "velocity", r.vector, np.zeros(3))
-    omega = _optional(r, m, "angular_velocity", r.vector, np.zeros(3))
+    velocity = r.optional(m, "velocity", r.vector, np.zeros(3))
+    omega = r.optional(m, "angular_velocity", r.vector, np.zeros(3))
     if fixed:
         for key, value in (("velocity", velocity), ("angular_velocity", omega)):
             if value is not None and np.any(value != 0.0):
@@ -461,22 +452,8 @@ def _inertia(r: Reader, node, path: str) -> Optional[np.ndarray]:
     return a * scale
 
 
-def _norm(v: np.ndarray) -> float:
-    """Euclidean norm that neither overflows nor underflows for finite input."""
-    scale = float(np.max(np.abs(v)))
-    return 0.0 if scale == 0.0 else scale * float(np.sqrt(np.sum((v / scale) ** 2)))
 
 
-def _unit(r: Reader, node, path: str) -> Optional[np.ndarray]:
-    """A non-zero 3-vector, normalised."""
-    v = r.vector(node, path)
-    if v is None:
-        return None
-    n = _norm(v)
-    if n == 0.0:
-        r.report(path, node, "must not be the zero vector")
-        return None
-    return v / n
 
 
 def _orientation(r: Reader, node, path: str) -> Optional[np.ndarray]:
@@ -493,7 +470,7 @@ def _orientation(r: Reader, node, path: str) -> Optional[np.ndarray]:
         if q is None:
             return None
         q = np.array(q)
-        n = _norm(q)
+        n = norm(q)
         if n == 0.0:
             r.report(sub, value, "must not be zero")
             return None
@@ -506,7 +483,7 @@ def _orientation(r: Reader, node, path: str) -> Optional[np.ndarray]:
         if am is None:
             return None
         axis_node, angle_node = r.require(am, "axis"), r.require(am, "angle")
-        axis = None if axis_node is None else _unit(r, axis_node, am.sub("axis"))
+        axis = None if axis_node is None else r.unit(axis_node, am.sub("axis"))
         angle = None if angle_node is None else r.number(angle_node, am.sub("angle"))
         if axis is None or angle is None:
             return None
@@ -514,7 +491,7 @@ def _orientation(r: Reader, node, path: str) -> Optional[np.ndarray]:
     v = r.vector(value, sub)
     if v is None:
         return None
-    theta = _norm(v)
+    theta = norm(v)
     if not math.isfinite(theta):
         r.report(sub, value, "is too long for a finite angle")
         return None
@@ -532,25 +509,32 @@ class _Connector:
         self.name, self.name_node, self.node, self.spec = name, name_node, node, spec
 
 
-_ALL_CONNECTOR_KEYS = sorted({k for keys in _CONNECTOR_KEYS.values() for k in keys})
-# Keys of other connector types get a message that says so, per type.
-_FOREIGN_KEYS = {
-    ctype: {k: f"{k!r} is not a key of a {ctype} (it belongs to: "
-               f"{', '.join(t for t, keys in _CONNECTOR_KEYS.items() if k in keys)})"
-            for k in _ALL_CONNECTOR_KEYS if k not in own}
-    for ctype, own in _CONNECTOR_KEYS.items()
-}
+def _connector_kinds() -> tuple[dict, dict]:
+    """Keys of every registered element kind by type, and the aliases of the type names."""
+    from ..elements import ELEMENTS  # the registry: each kind's file declares its keys and reads them
+    return ({k.type: _CONNECTOR_COMMON + k.keys for k in ELEMENTS},
+            {alias: k.type for k in ELEMENTS for alias in k.aliases})
+
+
+def _foreign_keys(keys: dict) -> dict:
+    """Per type, a message for each key that belongs to other types only."""
+    every = sorted({k for own in keys.values() for k in own})
+    return {ctype: {k: f"{k!r} is not a key of a {ctype} (it belongs to: "
+                       f"{', '.join(t for t, own_ in keys.items() if k in own_)})"
+                    for k in every if k not in own}
+            for ctype, own in keys.items()}
 
 
 def _connector(r: Reader, node, path: str, index: int, known: dict) -> _Connector:
     if kind(node) != "mapping":
         r.report(path, node, f"must be a mapping, got {describe(node)}")
         return _Connector(None, None, node)
-    ctype = _connector_type(r, node, path)
+    keys, aliases = _connector_kinds()
+    ctype = _connector_type(r, node, path, keys, aliases)
     if ctype is None:  # keys cannot be judged by type: only refuse keys no type has
-        m = r.mapping(node, path, _ALL_CONNECTOR_KEYS)
+        m = r.mapping(node, path, sorted({k for own in keys.values() for k in own}))
     else:
-        m = r.mapping(node, path, _CONNECTOR_KEYS[ctype], _FOREIGN_KEYS[ctype])
+        m = r.mapping(node, path, keys[ctype], _foreign_keys(keys)[ctype])
     before = len(r.problems)
     name_node = m.get("name")
     if name_node is not None:
@@ -561,25 +545,20 @@ def _connector(r: Reader, node, path: str, index: int, known: dict) -> _Connecto
     pair = _connector_bodies(r, m, known)
     if ctype is None:
         return result
-    fields = _torsion(r, m) if ctype == "torsional_damper" else _points(r, m)
-    if ctype == "spring":
-        fields["stiffness"] = _required_number(r, m, "stiffness", ">=0")
-        points = fields["points"]
-        # halves first, so far-apart points give inf (refused) instead of overflowing
-        default = None if points is None else 2.0 * _norm(0.5 * points[1] - 0.5 * points[0])
-        if default is not None and not math.isfinite(default):
-            r.report(m.sub("points"), m.get("points"), "the points are too far apart for a finite length")
-        fields["rest_length"] = _optional(r, m, "rest_length", lambda n, p: r.number(n, p, ">=0"), default)
-    else:
-        fields["damping"] = _required_number(r, m, "damping", ">=0")
+    from ..elements import BY_TYPE
+    fields = BY_TYPE[ctype].read(r, m)
     if len(r.problems) > before or pair is None:
         return result
+    named = set(ConnectorSpec.__dataclass_fields__)
     fields = {k: frozen_array(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
-    result.spec = ConnectorSpec(name=name, type=ctype, body_a=pair[0], body_b=pair[1], line=m.line, **fields)
+    params = {k: v for k, v in fields.items() if k not in named}
+    fields = {k: v for k, v in fields.items() if k in named}
+    result.spec = ConnectorSpec(name=name, type=ctype, body_a=pair[0], body_b=pair[1], line=m.line, params=params,
+                                **fields)
     return result
 
 
-def _connector_type(r: Reader, node, path: str) -> Optional[str]:
+def _connector_type(r: Reader, node, path: str, keys: dict, aliases: dict) -> Optional[str]:
     """The stored type (alias resolved); read first because it decides the allowed keys."""
     type_node = next((v for k, v in node.value if getattr(k, "value", None) == "type"), None)
     if type_node is None:
@@ -588,25 +567,13 @@ def _connector_type(r: Reader, node, path: str) -> Optional[str]:
     written = r.string(type_node, join(path, "type"))
     if written is None:
         return None
-    ctype = _CONNECTOR_ALIASES.get(written, written)
-    if ctype not in _CONNECTOR_KEYS:
-        options = list(_CONNECTOR_KEYS) + list(_CONNECTOR_ALIASES)
+    ctype = aliases.get(written, written)
+    if ctype not in keys:
+        options = list(keys) + list(aliases)
         r.report(join(path, "type"), type_node, f"unknown connector type {written!r}"
                  f"{suggest(written, options)}; expected one of {', '.join(options)}")
         return None
     return ctype
-
-
-def _points(r: Reader, m: Map) -> dict:
-    """``points: [[xA, yA, zA], [xB, yB, zB]]`` of a spring or damper."""
-    node = r.require(m, "points")
-    points = None if node is None else r.numbers(node, m.sub("points"), 2, item=r.vector, what="points")
-    return dict(points=None if points is None else np.array(points))
-
-
-def _required_number(r: Reader, m: Map, key: str, check: str) -> Optional[float]:
-    node = r.require(m, key)
-    return None if node is None else r.number(node, m.sub(key), check)
 
 
 def _connector_bodies(r: Reader, m: Map, known: dict) -> Optional[tuple[str, str]]:
@@ -632,24 +599,6 @@ def _connector_bodies(r: Reader, m: Map, known: dict) -> Optional[tuple[str, str
         r.report(path, node, f"joins two fixed bodies ({a!r} and {b!r}); at least one must move")
         return None
     return a, b
-
-
-def _torsion(r: Reader, m: Map) -> dict:
-    """``projection`` or ``joint`` (exactly one) and the ``axis`` P2/P3 need."""
-    projection = joint = None
-    given = r.exactly_one(m, ("projection", "joint"))
-    if given == "projection":
-        projection = r.choice(m.get("projection"), m.sub("projection"), PROJECTIONS, "projection")
-    elif given == "joint":
-        joint = r.choice(m.get("joint"), m.sub("joint"), JOINT_PROJECTION, "joint")
-        projection = None if joint is None else JOINT_PROJECTION[joint]
-    axis = None
-    if projection in ("P2", "P3"):
-        node = r.require(m, "axis", f" (projection {projection} needs the joint axis)")
-        axis = None if node is None else _unit(r, node, m.sub("axis"))
-    elif m.has("axis"):
-        r.vector(m.get("axis"), m.sub("axis"))  # checked, then ignored: P1 and none use no axis
-    return dict(projection=projection, joint=joint, axis=axis)
 
 
 def _unique_connector_names(r: Reader, connectors: list[_Connector]) -> None:
@@ -684,7 +633,7 @@ def _load(r: Reader, node, path: str, known: dict) -> Optional[LoadSpec]:
         elif known[body][0] is True:
             r.report(m.sub("body"), body_node, f"a load needs a moving body; {body!r} is fixed")
     vector = None if vector_node is None else r.vector(vector_node, m.sub("vector"))
-    scale = _optional(r, m, "scale", lambda n, p: _time_function(r, n, p), Constant())
+    scale = r.optional(m, "scale", lambda n, p: _time_function(r, n, p), Constant())
     if len(r.problems) > before:
         return None
     return LoadSpec(type=ltype, body=body, vector=frozen_array(vector), scale=scale, line=m.line)
@@ -707,8 +656,8 @@ def _time_function(r: Reader, node, path: str):
     if fm is None:
         return None
     before = len(r.problems)
-    a, b = (_required_number(r, fm, k, None) for k in keys[:2])
-    c, d = (_optional(r, fm, k, r.number, default) for k, default in
+    a, b = (r.required_number(fm, k, None) for k in keys[:2])
+    c, d = (r.optional(fm, k, r.number, default) for k, default in
             zip(keys[2:], (0.0, 1.0) if form == "ramp" else (0.0, 0.0)))
     if len(r.problems) > before:
         return None

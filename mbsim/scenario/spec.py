@@ -10,14 +10,13 @@ dataclasses compare by identity (``eq=False``) because they hold arrays.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Optional
+from typing import Mapping, Optional
 
 import numpy as np
 
 WORLD = "world"
 """Name of the implicit fixed body at the origin with identity orientation."""
 
-CONNECTOR_TYPES = ("spring", "damper", "torsional_damper")
 PROJECTIONS = ("P1", "P2", "P3", "none")
 JOINT_PROJECTION = {
     "prismatic": "P1",
@@ -124,8 +123,8 @@ class BodySpec:
 class ConnectorSpec:
     """A connector between body A (``body_a``) and body B (``body_b``).
 
-    ``type`` is one of CONNECTOR_TYPES (the alias ``dashpot`` is stored as
-    ``damper``).  Fields that a type does not use are None:
+    ``type`` is a registered element kind (:mod:`mbsim.elements`; the alias
+    ``dashpot`` is stored as ``damper``).  Fields that a type does not use are None:
 
     - spring: ``points`` (2, 3) world points at t = 0, ``stiffness`` k,
       ``rest_length`` L0 (default already resolved to the initial distance);
@@ -147,6 +146,7 @@ class ConnectorSpec:
     axis: Optional[np.ndarray] = None  # (3,) unit
     joint: Optional[str] = None
     line: Optional[int] = None
+    params: Mapping[str, object] = field(default_factory=dict)  # a kind's values that have no field above
 
 
 @dataclass(frozen=True, eq=False)

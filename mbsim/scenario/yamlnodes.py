@@ -301,6 +301,16 @@ class Reader:
             self.report(m.where, m.node, f"missing required key {key!r}{why}")
         return node
 
+    def optional(self, m: Map, key: str, read, default):
+        """``read(node, path)`` for a given key, else ``default``."""
+        node = m.get(key)
+        return default if node is None else read(node, m.sub(key))
+
+    def required_number(self, m: Map, key: str, check: Optional[str]) -> Optional[float]:
+        """A required key's finite number (``check`` as in :meth:`number`)."""
+        node = self.require(m, key)
+        return None if node is None else self.number(node, m.sub(key), check)
+
     def exactly_one(self, m: Map, options: tuple[str, ...]) -> Optional[str]:
         """The one key of ``options`` that ``m`` has, else report and None."""
         given = [k for k in options if m.has(k)]
@@ -408,7 +418,24 @@ class Reader:
         values = self.numbers(node, path, 3)
         return None if values is None else np.array(values, dtype=float)
 
+    def unit(self, node: Node, path: str) -> Optional[np.ndarray]:
+        """A non-zero 3-vector, normalised."""
+        v = self.vector(node, path)
+        if v is None:
+            return None
+        n = norm(v)
+        if n == 0.0:
+            self.report(path, node, "must not be the zero vector")
+            return None
+        return v / n
+
     def matrix(self, node: Node, path: str) -> Optional[np.ndarray]:
         """A 3×3 matrix written as 3 rows of 3 numbers."""
         rows = self.numbers(node, path, 3, item=self.vector, what="rows")
         return None if rows is None else np.array(rows, dtype=float)
+
+
+def norm(v: np.ndarray) -> float:
+    """Euclidean norm that neither overflows nor underflows for finite input."""
+    scale = float(np.max(np.abs(v)))
+    return 0.0 if scale == 0.0 else scale * float(np.sqrt(np.sum((v / scale) ** 2)))

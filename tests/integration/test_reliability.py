@@ -113,7 +113,7 @@ def test_sigint_and_sigterm_end_cleanly_and_resume_continues(tmp_path, warm_kern
                                 env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         while not out.exists() and proc.poll() is None:
             time.sleep(0.01)
-        time.sleep(1.0)
+        time.sleep(2.5)  # the kernels load after the file is made, then frames come
         proc.send_signal(sig)
         _, err = proc.communicate(timeout=60)
         assert proc.returncode == 130, err

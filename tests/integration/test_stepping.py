@@ -335,8 +335,8 @@ def test_an_interrupt_inside_the_frame_bookkeeping_still_ends_cleanly(monkeypatc
 
 SPECIALIZATIONS = r"""
 import dataclasses, importlib, json, pkgutil, sys
-from numba.core.registry import CPUDispatcher
 import mbsim.elements, mbsim.kernels
+from mbsim.kernels import Kernel
 from mbsim import driver
 from mbsim.driver import run
 from mbsim.scenario import load_scenario
@@ -354,10 +354,11 @@ for pkg in (mbsim.kernels, mbsim.elements):
   for m in pkgutil.iter_modules(pkg.__path__):
     mod = importlib.import_module(f"{pkg.__name__}.{m.name}")
     for name, obj in vars(mod).items():
-        if isinstance(obj, CPUDispatcher) and obj.__module__ == mod.__name__ and obj.overloads:
+        if isinstance(obj, Kernel) and obj.__module__ == mod.__name__ and obj._dispatcher is not None \
+                and obj.dispatcher.overloads:
             key = f"{m.name}.{name}"
-            counts[key] = len(obj.overloads)
-            sigs = list(obj.overloads)
+            counts[key] = len(obj.dispatcher.overloads)
+            sigs = list(obj.dispatcher.overloads)
             args = obj.py_func.__code__.co_varnames
             differ[key] = sorted({f"{a}: {x} / {y}" for sig in sigs[1:] for a, x, y in zip(args, sigs[0], sig)
                                   if x != y})
