@@ -191,7 +191,7 @@ def main(argv=None) -> int:
     ap.add_argument("--write", dest="write", action="store_true", help=argparse.SUPPRESS)  # the default
     ap.add_argument("--closed", action="store_true",
                     help="close each chain into a loop (the last body linked to the first): not a forest, so the "
-                         "compiled loop's dense LU up to 20 bodies, SuperLU above")
+                         "compiled loop's dense LU up to 20 bodies, the block sparse LU above")
     ap.add_argument("--profile", action="store_true",
                     help="also print where the time of a Newton iteration goes, per phase")
     args = ap.parse_args(argv)

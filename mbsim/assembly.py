@@ -2,7 +2,7 @@
 
 Everything structural is computed once per model: the global unknown of
 every local entry, the sparsity pattern of the tangent (in CSC order, which
-SuperLU factorizes directly) and, for every local tangent entry, its position
+the dense strategy reads) and, for every local tangent entry, its position
 in the CSC data array.  An iteration then only runs ``np.bincount`` over
 precomputed positions — no COO→CSR conversion, no Python loop over bodies or
 elements.

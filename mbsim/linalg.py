@@ -1,6 +1,7 @@
 """The one place that decides how the Newton system ``K Δu = R`` is solved.
 
-Three strategies, chosen once per model from its coupling graph and size:
+Three strategies, chosen once per model from its coupling graph and size, all
+compiled (the Python step calls them too; the dense one through LAPACK):
 
 - **tree** — the moving bodies joined by connectors form a forest (a chain,
   a rope, a tree; any number of bodies): block LU without fill in O(N)
@@ -8,9 +9,10 @@ Three strategies, chosen once per model from its coupling graph and size:
 - **dense** — other small systems (≤ DENSE_MAX_DOFS unknowns): LU with
   partial pivoting (LAPACK in the Python step, :mod:`mbsim.kernels.dense`
   in the compiled step loop).
-- **sparse** — other large systems: SuperLU on the CSC pattern of
-  :mod:`mbsim.assembly` with a COLAMD fill-reducing ordering, computed at
-  the first factorization and reused for every later one.
+- **block** — other large systems (closed chains, rings, loops): block
+  sparse LU (:mod:`mbsim.kernels.blocklu`, compiled) with a minimum-degree
+  ordering and symbolic structure computed once per model; the pivoting of
+  the tree LU, within each diagonal block.
 
 The tangent is not symmetric (THEORY §5), so no Cholesky.  Each strategy
 says where every entry of the tangent pattern lives in its own storage
@@ -21,11 +23,11 @@ from __future__ import annotations
 
 import numpy as np
 
-# scipy (~0.25 s to import) is imported by the strategies that use it: a run whose steps all go
-# through the compiled block tree LU never needs it.
+# scipy (~0.25 s to import) is imported by the Python step of the dense strategy only.
 
-# Up to this many unknowns a dense LU beats SuperLU's per-call overhead
-# (measured with benchmarks/chain.py: crossover near 15–25 bodies).
+# Up to this many unknowns a dense LU (partial pivoting over all rows, the most robust choice) is used;
+# above, the block sparse LU (measured with benchmarks/chain.py when SuperLU was the alternative:
+# crossover near 15–25 bodies).
 DENSE_MAX_DOFS = 120
 
 
@@ -54,7 +56,6 @@ class LinearSolver:
         self.indptr = indptr
         self.indices = indices
         self.nlu = 0
-        self._perm = None  # sparse strategy: column ordering found by the first factorization
         nm = ndof // 6
         self.tree = None
         if allow_tree and coupling is not None and nm > 0:
@@ -67,13 +68,21 @@ class LinearSolver:
             self.storage_size = 3 * 36 * nm
             self.storage_map = tree.block_position(np.asarray(rows), np.asarray(cols), nm, self.tree[0])
             self._piv = np.zeros((nm, 6), dtype=np.int64)
+        elif ndof > DENSE_MAX_DOFS and nm > 0 and rows is not None:
+            from .kernels import blocklu
+            self.strategy = "block"
+            self.nm = nm
+            sizes = np.full(nm, 6)
+            pairs = np.zeros((0, 2), np.int64) if coupling is None else np.asarray(coupling, np.int64).reshape(-1, 2)
+            self.sym, self.storage_size, offsets = blocklu.symbolic(sizes, pairs)
+            self.storage_map = blocklu.block_position(rows, cols, sizes, offsets)
+            self._piv = np.zeros(ndof, dtype=np.int64)
         else:
-            self.strategy = "dense" if ndof <= DENSE_MAX_DOFS else "sparse"
+            self.strategy = "dense"
             self.storage_size = len(indices)
             self.storage_map = np.arange(len(indices), dtype=np.int64)  # CSC data order itself
-            if self.strategy == "dense":
-                cols_ = np.repeat(np.arange(ndof), np.diff(indptr))
-                self._flat = indices.astype(np.int64) * ndof + cols_  # row-major position
+            cols_ = np.repeat(np.arange(ndof), np.diff(indptr))
+            self._flat = indices.astype(np.int64) * ndof + cols_  # row-major position in the n×n matrix
 
     @property
     def dense(self) -> bool:
@@ -87,7 +96,7 @@ class LinearSolver:
     @property
     def kind(self) -> str:
         return {"tree": "block tree LU (no fill)", "dense": "dense LU (partial pivoting)",
-                "sparse": "sparse LU (SuperLU, COLAMD)"}[self.strategy]
+                "block": "block sparse LU (minimum degree)"}[self.strategy]
 
     def to_csc(self, data: np.ndarray) -> np.ndarray:
         """CSC data of the pattern from data in this solver's storage (tests, diagnostics)."""
@@ -108,33 +117,28 @@ class LinearSolver:
             if bad >= 0:
                 raise SingularMatrix(f"singular diagonal block of moving body {bad} (internal order)")
             return lambda rhs: tree.solve(data, self.nm, parent, order, piv, rhs)
-        try:
-            if self.dense:
-                import scipy.linalg
-                A = np.zeros(n * n)
-                A[self._flat] = data
-                lu = scipy.linalg.lu_factor(A.reshape(n, n), check_finite=False)
-                if np.any(np.diag(lu[0]) == 0.0):
-                    raise SingularMatrix("zero pivot in dense LU")
-                return lambda rhs: scipy.linalg.lu_solve(lu, rhs, check_finite=False)
-            import scipy.sparse as sp
-            import scipy.sparse.linalg as spla
-            K = sp.csc_matrix((data, self.indices, self.indptr), shape=(n, n))
-            if self._perm is None:  # the first factorization finds the fill-reducing ordering ...
-                lu = spla.splu(K, permc_spec="COLAMD")
-                self._perm = lu.perm_c.copy()
-                return lu.solve
-            # ... later ones reuse it: factorize K P in natural order, and x = P (K P)⁻¹ b
-            lu = spla.splu(K[:, self._perm], permc_spec="NATURAL")
-            perm = self._perm
+        if self.strategy == "block":
+            from .kernels import blocklu
+            piv = self._piv.copy()
+            bad = blocklu.factorize(data, self.sym, piv)
+            if bad >= 0:
+                raise SingularMatrix(f"singular diagonal block of moving body {bad} (internal order)")
 
             def solve(rhs):
-                x = np.empty_like(rhs)
-                x[perm] = lu.solve(rhs)
+                x = np.empty(n)
+                blocklu.solve_into(data, self.sym, piv, np.ascontiguousarray(rhs, dtype=float), np.empty(n), x)
                 return x
             return solve
-        except (RuntimeError, np.linalg.LinAlgError, ValueError) as exc:
+        import scipy.linalg
+        try:
+            A = np.zeros(n * n)
+            A[self._flat] = data
+            lu = scipy.linalg.lu_factor(A.reshape(n, n), check_finite=False)
+        except (np.linalg.LinAlgError, ValueError) as exc:
             raise SingularMatrix(str(exc)) from exc
+        if np.any(np.diag(lu[0]) == 0.0):
+            raise SingularMatrix("zero pivot in dense LU")
+        return lambda rhs: scipy.linalg.lu_solve(lu, rhs, check_finite=False)
 
     def solve(self, data: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """Solve ``K x = rhs`` with K given in this solver's storage; raise SingularMatrix on failure."""

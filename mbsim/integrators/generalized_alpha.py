@@ -499,9 +499,8 @@ class GeneralizedAlpha:
     @property
     def can_advance(self) -> bool:
         """Whether :meth:`advance` and :meth:`advance_frames` can take blocks of steps in compiled
-        code (numba; the block tree LU, or a dense LU for other small systems -- SuperLU stays
-        with the Python step)."""
-        return self.model.n_moving > 0 and self.solver.strategy in ("tree", "dense")
+        code: with every linear solver (block tree LU, dense LU, block sparse LU), when a body moves."""
+        return self.model.n_moving > 0
 
     def advance(self, s: State, dt: float, nsteps: int):
         """Up to ``nsteps`` steps of size ``dt`` in one compiled loop (:mod:`mbsim.kernels.stepper`).
@@ -628,10 +627,13 @@ class GeneralizedAlpha:
         """The packed elements for the compiled loop, and its factorization storage."""
         from ..kernels import stepper
         none = np.zeros(0, np.int64)
-        if self.solver.strategy == "tree":  # (parent, order, dense positions): which LU the loop runs
-            structure, size = (*self.solver.tree, none), self.assembler.size
+        solver = self.solver
+        if solver.strategy == "tree":  # (parent, order, dense positions, sym): which LU the loop runs
+            structure, size = (*solver.tree, none, none), self.assembler.size
+        elif solver.strategy == "block":
+            structure, size = (none, none, none, solver.sym), self.assembler.size
         else:
-            structure, size = (none, none, self.solver.dense_positions), self.model.ndof ** 2
+            structure, size = (none, none, solver.dense_positions, none), self.model.ndof ** 2
         return {"elements": stepper.element_arguments(self.model, self.assembler), "structure": structure,
                 "lu_data": np.zeros(size),
                 "lu_piv": np.zeros((self.model.n_moving, 6), np.int64), "lu_state": np.zeros(2)}

@@ -19,7 +19,7 @@ from ..elements import engine
 from ..elements.base import FORCE, LENGTH, MOMENT, N_OUT, POTENTIAL, POWER
 from . import bodies as kb
 from . import connectors as kc
-from . import dense, njit, tree
+from . import blocklu, dense, njit, tree
 
 _EPS = float(np.finfo(np.float64).eps)
 _TINY = float(np.finfo(np.float64).tiny)  # as np.finfo(float).tiny in the Python step
@@ -205,7 +205,7 @@ def advance(nsteps, dt, *args):
 def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
         j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
         el_start, el_body, el_data, el_index, el_arm, el_stiff, el_dofs, el_pos,
-        body_pos, size, parent, order, dense_flat, mode, modified, max_it, rtol, atol, roundoff, noise,
+        body_pos, size, parent, order, dense_flat, sym, mode, modified, max_it, rtol, atol, roundoff, noise,
         contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
         scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
     """The compiled loop of :func:`advance` and :func:`advance_frames`: ``nframes`` blocks of ``spf``
@@ -217,7 +217,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     """
     n_all = r.shape[0]
     ndof = 6 * nm
-    is_dense = dense_flat.shape[0] > 0  # else the block tree LU
+    is_dense = dense_flat.shape[0] > 0  # else the block tree LU, or the block sparse LU if sym is not empty
     piv_flat = lu_piv.reshape(ndof)
     c_a = 1.0 / (beta * dt * dt)
     g = gamma / (beta * dt)
@@ -318,7 +318,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     break
                 _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1,
                             al1, a_pred, w_pred, al_pred, R, Q, tol)
-                if not _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
+                if not _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym,
                                    lu_piv, lu_state, dt, R, du, tree_work, counters):
                     break
                 have = True
@@ -335,7 +335,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                               a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
                               el_start, el_body, el_data, el_dofs, el_pos, body_pos,
                               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
-                    if not _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
+                    if not _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym,
                                        lu_piv, lu_state, dt, R, du, tree_work, counters):
                         break
                     sz = _size(du, tol)
@@ -406,35 +406,39 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
 
 
 @njit(cache=True)
-def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, lu_piv, lu_state, dt,
+def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym, lu_piv, lu_state, dt,
                 R, du, tree_work, counters):
     """:meth:`mbsim.integrators.GeneralizedAlpha._correction`: du ← K⁻¹R with the factorization in
     ``lu_data``, factorizing the tangent ``data`` first if ``fresh``; False when the tangent is
     singular or du is not finite."""
     if fresh:
         counters[1] += 1
-        if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order):
+        if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym):
             lu_state[0] = 0.0
             return False
         lu_state[0] = 1.0
         lu_state[1] = dt
-    _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, R, du, tree_work)
+    _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, R, du, tree_work)
     return _finite1(du)
 
 
 @njit(cache=True)
-def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order):
+def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym):
     """Factorize the tangent ``data`` into ``lu_data``; True if it is singular."""
     if is_dense:
         return dense.factorize(data, dense_flat, ndof, lu_data, piv_flat) >= 0
     lu_data[:] = data
+    if sym.shape[0] > 0:
+        return blocklu.factorize(lu_data, sym, piv_flat) >= 0
     return tree.factorize(lu_data, nm, parent, order, piv_flat) >= 0
 
 
 @njit(cache=True)
-def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, R, du, work):
+def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, R, du, work):
     """du ← K⁻¹R with the factors in ``lu_data`` (``work``: 18·nm values for the tree solve)."""
-    if is_dense:
+    if sym.shape[0] > 0:
+        blocklu.solve_into(lu_data, sym, piv_flat, R, work, du)
+    elif is_dense:
         du[:] = R
         dense.lu_block_solve(lu_data, 0, ndof, piv_flat, 0, du, 0)
     else:

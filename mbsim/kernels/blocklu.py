@@ -1,0 +1,247 @@
+"""Block sparse LU for coupling graphs with cycles (closed chains, rings, loops), compiled.
+
+The tangent is a matrix of blocks: one diagonal block per unknown group (a
+moving body's 6 unknowns; later also a body with the multipliers of a joint)
+and an off-diagonal pair per coupled pair of groups.  :func:`symbolic` picks
+an elimination order once per model (minimum degree on the block graph, which
+eliminates the bodies of a chain or tree leaves first with no fill and a ring
+with O(N) fill), finds the fill, and lays every block of the filled pattern
+out in one flat array.  :func:`factorize` is then right-looking block LU with
+partial pivoting inside each diagonal block -- what :mod:`mbsim.kernels.tree`
+does for forests, with fill -- and :func:`solve_into` the two block
+substitutions.  The pivoting is that of the tree LU: the diagonal blocks carry
+the mass terms m/(βΔt²), J/(βΔt²) and dominate.
+
+Everything the numeric phase needs is in one int64 array ``sym`` (see
+:func:`symbolic`), so the compiled step loop takes one argument for it.
+"""
+from __future__ import annotations
+
+import heapq
+
+import numpy as np
+
+from . import dense, njit
+
+# Header of ``sym``: the number of blocks, of (pivot, later neighbour) pairs, of update triples.
+_NB, _NL, _NU = 0, 1, 2
+_HEADER = 3
+
+
+def minimum_degree(nb: int, adj: list[set]) -> list[int]:
+    """An elimination order by minimum degree (ties: lowest index), with the fill it creates."""
+    g = [set(a) for a in adj]
+    heap = [(len(g[i]), i) for i in range(nb)]
+    heapq.heapify(heap)
+    done = np.zeros(nb, dtype=bool)
+    order = []
+    while heap:
+        deg, k = heapq.heappop(heap)
+        if done[k] or deg != len(g[k]):
+            continue  # stale entry
+        done[k] = True
+        order.append(k)
+        nbrs = g[k]
+        for i in nbrs:
+            g[i].discard(k)
+            g[i].update(j for j in nbrs if j != i)
+            heapq.heappush(heap, (len(g[i]), i))
+        g[k] = set()
+    return order
+
+
+def symbolic(sizes, edges, order=None) -> tuple[np.ndarray, int, np.ndarray]:
+    """The structure of the factorization of a block matrix.
+
+    Parameters
+    ----------
+    sizes : (nb,) int
+        Size of each diagonal block (6 for a body).
+    edges : (m, 2) int
+        Coupled pairs of blocks (duplicates and self pairs allowed).
+    order : sequence of int, optional
+        Elimination order; minimum degree when not given.
+
+    Returns
+    -------
+    sym : int64 array
+        ``[nb, nl, nu, order (nb), start (nb+1), diag (nb), lptr (nb+1), lblk (nl), l_ik (nl),
+        u_ki (nl), uptr (nb+1), ui (nu), uj (nu), o_ik (nu), o_kj (nu), o_ij (nu)]``: for the
+        pivot at elimination position p (block k = order[p]), its later neighbours i are
+        ``lblk[lptr[p]:lptr[p+1]]`` with blocks (i, k) at ``l_ik`` and (k, i) at ``u_ki``, and the
+        updates A_ij −= A_ik U_kj are the triples ``(o_ik, o_kj, o_ij)`` of ``uptr[p]:uptr[p+1]``
+        (``ui``, ``uj`` their block rows and columns).  ``start`` are the first unknowns of the
+        blocks, ``diag`` the offsets of the diagonal blocks.
+    size : int
+        Values of the flat block storage.
+    offsets : dict (i, j) -> offset
+        Where each block of the filled pattern lives (for :func:`block_position`).
+    """
+    sizes = np.asarray(sizes, dtype=np.int64)
+    nb = len(sizes)
+    adj = [set() for _ in range(nb)]
+    for a, b in np.asarray(edges, dtype=np.int64).reshape(-1, 2):
+        if a != b:
+            adj[a].add(int(b))
+            adj[b].add(int(a))
+    order = minimum_degree(nb, adj) if order is None else [int(k) for k in order]
+    pos = np.empty(nb, dtype=np.int64)
+    pos[order] = np.arange(nb)
+    # symbolic elimination: the later neighbours of each pivot, fill included
+    g = [set(a) for a in adj]
+    later = []
+    for k in order:
+        nbrs = sorted(g[k], key=lambda i: pos[i])
+        later.append(nbrs)
+        for i in nbrs:
+            g[i].discard(k)
+            g[i].update(j for j in nbrs if j != i)
+    offsets, size = {}, 0
+
+    def place(i, j):
+        nonlocal size
+        if (i, j) not in offsets:
+            offsets[i, j] = size
+            size += int(sizes[i] * sizes[j])
+        return offsets[i, j]
+
+    diag = [place(k, k) for k in range(nb)]
+    lblk, lik, uki, lptr = [], [], [], [0]
+    ui, uj, oik, okj, oij, uptr = [], [], [], [], [], [0]
+    for k, nbrs in zip(order, later):
+        for i in nbrs:
+            lblk.append(i)
+            lik.append(place(i, k))
+            uki.append(place(k, i))
+        for i in nbrs:
+            for j in nbrs:
+                ui.append(i)
+                uj.append(j)
+                oik.append(place(i, k))
+                okj.append(place(k, j))
+                oij.append(place(i, j))
+        lptr.append(len(lblk))
+        uptr.append(len(ui))
+    start = np.concatenate(([0], np.cumsum(sizes)))
+    parts = [[nb, len(lblk), len(ui)], order, start, diag, lptr, lblk, lik, uki, uptr, ui, uj, oik, okj, oij]
+    sym = np.concatenate([np.asarray(p, dtype=np.int64).reshape(-1) for p in parts])
+    return sym, size, offsets
+
+
+def block_position(rows, cols, sizes, offsets: dict) -> np.ndarray:
+    """Position in the flat block storage of every (row, col) entry of the tangent pattern."""
+    sizes = np.asarray(sizes, dtype=np.int64)
+    start = np.concatenate(([0], np.cumsum(sizes)))
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    bi = np.searchsorted(start, rows, side="right") - 1
+    bj = np.searchsorted(start, cols, side="right") - 1
+    nb = len(sizes)
+    keys = np.array([i * nb + j for i, j in offsets], dtype=np.int64)
+    vals = np.array(list(offsets.values()), dtype=np.int64)
+    by = np.argsort(keys)
+    keys, vals = keys[by], vals[by]
+    want = bi * nb + bj
+    at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
+    if not np.array_equal(keys[at], want):
+        raise ValueError("the tangent pattern has a block outside the symbolic structure")
+    return vals[at] + (rows - start[bi]) * sizes[bj] + (cols - start[bj])
+
+
+@njit(cache=True)
+def _parts(sym):
+    """Offsets of the parts of ``sym`` (see :func:`symbolic`)."""
+    nb, nl, nu = sym[_NB], sym[_NL], sym[_NU]
+    o_order = _HEADER
+    o_start = o_order + nb
+    o_diag = o_start + nb + 1
+    o_lptr = o_diag + nb
+    o_lblk = o_lptr + nb + 1
+    o_lik = o_lblk + nl
+    o_uki = o_lik + nl
+    o_uptr = o_uki + nl
+    o_ui = o_uptr + nb + 1
+    o_uj = o_ui + nu
+    o_oik = o_uj + nu
+    o_okj = o_oik + nu
+    o_oij = o_okj + nu
+    return (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj, o_oij)
+
+
+@njit(cache=True)
+def factorize(data, sym, piv):
+    """Block LU in place (pivot by pivot: D_kk → LU(D_kk), U_kj ← D_kk⁻¹ A_kj, A_ij −= A_ik U_kj over its
+    later neighbours i, j).  ``piv``: one row interchange per unknown.  Returns −1 on success, else the
+    block whose diagonal block is singular."""
+    (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
+     o_oij) = _parts(sym)
+    col = np.empty(sym[o_start + nb])  # one column of a U block (at most a block's size)
+    for p in range(nb):
+        k = sym[o_order + p]
+        n = sym[o_start + k + 1] - sym[o_start + k]
+        dk = sym[o_diag + k]
+        if dense.lu_block(data, dk, n, piv, sym[o_start + k]) >= 0:
+            return k
+        for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):  # U_ki ← D_kk⁻¹ U_ki, column by column
+            i = sym[o_lblk + e]
+            m = sym[o_start + i + 1] - sym[o_start + i]
+            u = sym[o_uki + e]
+            for j in range(m):
+                for r in range(n):
+                    col[r] = data[u + m * r + j]
+                dense.lu_block_solve(data, dk, n, piv, sym[o_start + k], col, 0)
+                for r in range(n):
+                    data[u + m * r + j] = col[r]
+        for e in range(sym[o_uptr + p], sym[o_uptr + p + 1]):  # A_ij −= A_ik U_kj
+            i, j = sym[o_ui + e], sym[o_uj + e]
+            ni = sym[o_start + i + 1] - sym[o_start + i]
+            nj = sym[o_start + j + 1] - sym[o_start + j]
+            aik, ukj, aij = sym[o_oik + e], sym[o_okj + e], sym[o_oij + e]
+            for r in range(ni):
+                for c in range(nj):
+                    s = 0.0
+                    for q in range(n):
+                        s += data[aik + n * r + q] * data[ukj + nj * q + c]
+                    data[aij + nj * r + c] -= s
+    return -1
+
+
+@njit(cache=True)
+def solve_into(data, sym, piv, rhs, work, out):
+    """x with A x = rhs from the factors of :func:`factorize`, into ``out``; ``work``: as many values
+    as unknowns."""
+    (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
+     o_oij) = _parts(sym)
+    ndof = sym[o_start + nb]
+    for r in range(ndof):
+        work[r] = rhs[r]
+    for p in range(nb):  # forward: y_k = D_kk⁻¹ b_k, b_i −= A_ik y_k
+        k = sym[o_order + p]
+        sk = sym[o_start + k]
+        n = sym[o_start + k + 1] - sk
+        dense.lu_block_solve(data, sym[o_diag + k], n, piv, sk, work, sk)
+        for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):
+            i = sym[o_lblk + e]
+            si = sym[o_start + i]
+            m = sym[o_start + i + 1] - si
+            a = sym[o_lik + e]
+            for r in range(m):
+                s = 0.0
+                for q in range(n):
+                    s += data[a + n * r + q] * work[sk + q]
+                work[si + r] -= s
+    for p in range(nb - 1, -1, -1):  # backward: x_k = y_k − Σ U_ki x_i
+        k = sym[o_order + p]
+        sk = sym[o_start + k]
+        n = sym[o_start + k + 1] - sk
+        for r in range(n):
+            out[sk + r] = work[sk + r]
+        for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):
+            i = sym[o_lblk + e]
+            si = sym[o_start + i]
+            m = sym[o_start + i + 1] - si
+            u = sym[o_uki + e]
+            for r in range(n):
+                s = 0.0
+                for q in range(m):
+                    s += data[u + m * r + q] * out[si + q]
+                out[sk + r] -= s
