@@ -24,11 +24,13 @@ at least 20.  ``wall s`` is the time loop only (stepping, per-frame
 diagnostics and, unless ``--no-write``, writing the HDF5 file, as a user's
 run does); ``setup s`` is validation, model and sparsity-pattern set-up.
 
-``--profile`` adds where the time goes: the phases of a Newton iteration
-driven from Python, each kernel timed on its own, and the compiled loop's
-total with its share of output: handing frames to the HDF5 writer (timed in
-the run) plus the frame quantities (connector actions, energies, momenta),
-which the compiled loop computes itself and which are timed apart here.
+``--profile`` adds where the time goes: the phases of a Newton iteration,
+each compiled kernel called and timed on its own at the chain's first step
+(body terms, element laws, scatter, factorization, solve), against the
+compiled loop's time per iteration, with its share of output: handing
+frames to the HDF5 writer (timed in the run) plus the frame quantities
+(connector actions, energies, momenta), which the compiled loop computes
+itself and which are timed apart here.
 """
 from __future__ import annotations
 
@@ -104,30 +106,53 @@ def chain_dict(n: int, steps: int, closed: bool = False) -> dict:
     }
 
 
-def run_chain(n: int, steps: int, out_dir: str | None, python_steps: bool = False, closed: bool = False):
-    """Validate and run the chain; return ``(RunSummary, setup seconds)``.
-
-    ``python_steps``: one Newton step at a time through the Python driver
-    (each kernel timed on its own) instead of the compiled block loop.
-    """
-    from mbsim.integrators import GeneralizedAlpha
+def run_chain(n: int, steps: int, out_dir: str | None, closed: bool = False):
+    """Validate and run the chain; return ``(RunSummary, setup seconds)``."""
     t0 = time.perf_counter()
     sc = scenario_from_dict(chain_dict(n, steps, closed))
     out = os.path.join(out_dir, f"chain-{n}.h5") if out_dir else None
-    saved = GeneralizedAlpha.can_advance
-    if python_steps:
-        GeneralizedAlpha.can_advance = False
-    try:
-        # overwrite: the calibration run has already written this (temporary) file
-        summary = driver.run(sc, out, write=out is not None, overwrite=True)
-    finally:
-        GeneralizedAlpha.can_advance = saved
+    # overwrite: the calibration run has already written this (temporary) file
+    summary = driver.run(sc, out, write=out is not None, overwrite=True)
     total = time.perf_counter() - t0
     # Everything outside the driver's time loop: validation, model and pattern set-up, file creation.
     setup = total - summary.wall_time_s
     if summary.status != "completed":
         raise SystemExit(f"chain N = {n}: run {summary.status}: {summary.message}")
     return summary, setup
+
+
+def phase_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> dict:
+    """Seconds per call of each phase of a Newton iteration at the chain's first step, each compiled
+    kernel called on its own from Python (GeneralizedAlpha.evaluate times bodies, elements and
+    assembly; then the factorization and the solve of the model's linear solver)."""
+    from mbsim.integrators import GeneralizedAlpha
+    from mbsim.model.model import Model
+    sc = scenario_from_dict(chain_dict(n, 10, closed))
+    ga = GeneralizedAlpha(Model(sc), sc.integrator)
+    s = ga.initial_state()
+    ctx = ga.prepare(s, DT)
+    d, th = ga.predict(s, DT)
+    it = ga.evaluate(ctx, d, th, "consistent")
+    ga.solver.solve(it.data.copy(), it.R)  # compiled kernels loaded before timing
+    reps, spent = 0, 0.0
+    for k in ga.timing:
+        ga.timing[k] = 0.0
+    factor = solve = 0.0
+    while spent < seconds:
+        t0 = time.perf_counter()
+        it = ga.evaluate(ctx, d, th, "consistent")
+        t1 = time.perf_counter()
+        lu = ga.solver.factorize(it.data)
+        t2 = time.perf_counter()
+        lu(it.R)
+        t3 = time.perf_counter()
+        factor += t2 - t1
+        solve += t3 - t2
+        spent += t3 - t0
+        reps += 1
+    out = {k: ga.timing[k] / reps for k in ("bodies", "elements", "assembly")}
+    out.update(factorization=factor / reps, solve=solve / reps)
+    return out
 
 
 def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> float:
@@ -212,8 +237,7 @@ def main(argv=None) -> int:
     profiles = []
     with tempfile.TemporaryDirectory(prefix="mbsim-bench-") as tmp:
         out_dir = tmp if args.write else None
-        for python_steps in (False, True):  # load the compiled kernels of both paths before timing
-            run_chain(2, PROBE_STEPS, None, python_steps=python_steps)
+        run_chain(2, PROBE_STEPS, None)  # load the compiled kernels before timing
         for n in args.n:
             steps = args.steps if args.steps is not None else choose_steps(n, args.seconds, out_dir, args.closed)
             s, setup = run_chain(n, steps, out_dir, closed=args.closed)
@@ -221,47 +245,38 @@ def main(argv=None) -> int:
             print(f"{n:>6} {6 * n:>9}  {s.linear_solver:<28} {s.steps:>6} {setup:>8.3f} {s.wall_time_s:>8.3f} "
                   f"{rate:>9.1f} {s.iterations_per_step:>8.2f}", flush=True)
             if args.profile:
-                python = run_chain(n, max(MIN_STEPS, steps // 4), out_dir, python_steps=True, closed=args.closed)[0]
-                profiles.append((n, s, python, frame_kernel_seconds(n, closed=args.closed)))
+                profiles.append((n, s, phase_seconds(n, closed=args.closed), frame_kernel_seconds(n, closed=args.closed)))
     if args.profile:
         print_profile(profiles)
     return 0
 
 
-PHASES = [("compiled steps", "whole steps in the compiled loop"),
-          ("bodies", "body kinematics, residual, tangent"), ("elements", "connector kernels"),
+PHASES = [("bodies", "body kinematics, residual, tangent"), ("elements", "element laws (all kinds)"),
           ("assembly", "scatter into R and K"), ("factorization", "LU factorization"),
-          ("solve", "triangular solves"), ("energy", "per-step energy integrals"),
-          ("output", "frames and file")]
+          ("solve", "triangular solves")]
 
 
 def print_profile(profiles) -> None:
-    """Per phase: µs per Newton iteration and share of the time loop, one column per N.
-
-    The phases are timed on the Python-driven step (each kernel called and
-    timed on its own); the compiled block loop runs the same kernels without
-    the Python glue between them, and its total is printed last.
-    """
-    print("\nwhere the time goes: one Newton iteration driven from Python, each phase timed "
-          "(µs; share of the time loop)")
+    """Per phase: µs per call, each kernel timed on its own; then the compiled loop's µs per Newton
+    iteration (it runs the same kernels without the Python glue between them) and its output share."""
+    print("\nwhere the time goes: the kernels of one Newton iteration with a fresh tangent, each called and "
+          "timed on its own (µs)")
     print(f"{'phase':<44}" + "".join(f"{'N = ' + str(p[0]):>18}" for p in profiles))
-    for key, label in PHASES[1:] + [("other", "driver, Newton bookkeeping")]:
-        cells = []
-        for _, _, s, _ in profiles:
-            its = max(s.newton_iterations, 1)
-            t = s.timing.get(key, 0.0) if key != "other" else s.wall_time_s - sum(s.timing.values())
-            cells.append(f"{1e6 * t / its:>10.1f} ({100 * t / s.wall_time_s:>3.0f}%)")
-        print(f"{key + ': ' + label:<44}" + "".join(f"{c:>18}" for c in cells))
-    print(f"{'total per iteration, Python-driven':<44}" + "".join(
-        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, _, s, _ in profiles))
-    print(f"{'total per iteration, compiled loop':<44}" + "".join(
-        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}       " for _, s, _, _ in profiles))
+    for key, label in PHASES:
+        print(f"{key + ': ' + label:<44}" + "".join(f"{1e6 * ph[key]:>10.1f}        " for _, _, ph, _ in profiles))
+    print(f"{'sum of the phases':<44}" + "".join(
+        f"{1e6 * sum(ph.values()):>10.1f}        " for _, _, ph, _ in profiles))
+    print(f"{'compiled loop, per Newton iteration':<44}" + "".join(
+        f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}        " for _, s, _, _ in profiles))
     cells = []
     for _, s, _, per_frame in profiles:
         its = max(s.newton_iterations, 1)
         t = s.timing.get("output", 0.0) + s.frames * per_frame  # writing + frame quantities
         cells.append(f"{1e6 * t / its:>10.1f} ({100 * t / s.wall_time_s:>3.0f}%)")
     print(f"{'  of which output (frames and file)':<44}" + "".join(f"{c:>18}" for c in cells))
+    print("(the compiled loop reuses factorizations -- modified Newton -- so most of its iterations need no "
+          "factorization)")
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,6 +16,11 @@ correction (Δr, Δθ) is the spatial one of THEORY §1: ``d ← d + Δr`` and
 ``θ ← cayvec(cay(Δθ)cay(θ))`` (the exact composition, ``(Δθ + θ + ½Δθ×θ) /
 (1 − ¼Δθ·θ)``), so the tangent K = −∂R/∂u is unchanged.
 
+The Newton iteration exists once, in the compiled step loop
+(:func:`mbsim.kernels.stepper.run`): :meth:`GeneralizedAlpha.step` takes one
+step through it and :meth:`GeneralizedAlpha.advance_frames` whole frames, for
+every linear solver.  What it does:
+
 Newton stopping test (documented for users in docs/newton.md).  Every
 iteration k ≥ 1 evaluates the residual R_k at the iterate u_k and solves
 for the next correction Δu_k = K⁻¹R_k with the factorization in use.  With
@@ -39,7 +44,7 @@ one that matters at small steps: an acceleration error δa held over the
 run moves velocities by about t·δa whatever Δt, where a bound on the
 increments alone would let velocities drift as 1/Δt.  A body's force or
 moment rows whose residual is within :data:`ROUNDOFF_FACTOR`·ε of the
-magnitudes that cancel in them (see :meth:`GeneralizedAlpha._tolerances`)
+magnitudes that cancel in them (see :func:`mbsim.kernels.stepper._tolerances`)
 are converged as far as floating point allows and drop out of the test;
 and a correction below :data:`NOISE_SIZE` of the tolerance ends the
 iteration, since the rate measured between such corrections is noise.
@@ -201,8 +206,6 @@ class GeneralizedAlpha:
         self.n_steps = 0
         self.n_iterations = 0
         self.n_assemblies = 0
-        self.lu = None  # the factorization in use (modified Newton keeps it across iterations and steps)
-        self.lu_dt = None
         # largest principal moment of inertia and longest connector arm |Z| of each moving body
         # (the rotational rows of _tolerances and their round-off)
         nm = model.n_moving
@@ -255,20 +258,7 @@ class GeneralizedAlpha:
             a_pred=-s.v / (beta * dt) + (1 - 0.5 / beta) * s.a,
             w_pred=(1 - gamma / beta) * s.w + dt * (1 - 0.5 * gamma / beta) * s.al,
             al_pred=-s.w / (beta * dt) + (1 - 0.5 / beta) * s.al,
-            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3), stiff=self._spring_scale(s.r))
-
-    def _spring_scale(self, r: np.ndarray) -> np.ndarray:
-        """Per moving body, Σ k·(|x_A| + |x_B|) over its springs at positions ``r`` [N/1]: times ε, the
-        round-off of their forces k(L − L0), formed from points that far from the origin."""
-        out = np.zeros(self.model.n_all)
-        el = self.model.elements
-        springy = el.stiff != 0.0
-        ia, ib, arm = el.body[springy, 0], el.body[springy, 1], el.arm[springy]
-        norms = np.linalg.norm(r, axis=1)
-        kx = el.stiff[springy] * (norms[ia] + norms[ib] + arm[:, 0] + arm[:, 1])
-        np.add.at(out, ia, kx)
-        np.add.at(out, ib, kx)
-        return out[:self.model.n_moving]
+            Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3))
 
     def evaluate(self, ctx: "_StepContext", d: np.ndarray, th: np.ndarray,
                  tangent: Optional[str] = None) -> "_Iterate":
@@ -310,160 +300,54 @@ class GeneralizedAlpha:
         return _Iterate(R=R, Q=Q, data=data, elements=ev, d=d, theta=th, r1=r1, q1=q1, a1=a1, v1=v1, w1=w1,
                         al1=al1)
 
-    def _tolerances(self, ctx: "_StepContext", it: "_Iterate") -> np.ndarray:
-        """How far the unknowns may be from the step's solution, per moving body and kind
-        (translation, rotation), ``(nm, 2)`` in m and rad (see the module docstring); ``inf`` for
-        the rows whose residual is at round-off.
-
-        A body's force (moment) residual is at round-off when it is within ``ROUNDOFF_FACTOR·ε``
-        of the magnitudes that cancel in it: the forces (moments) summed into the rows (``Q``);
-        its springs' ``Σ k(|x_A| + |x_B|)`` (a force k(L − L0) formed from points far from the
-        origin); for the moments, ℓ times both (ℓ the body's longest connector arm: z×f rounds
-        like |z||f|, not |z×f|); and the inertia of the terms that cancel in the new
-        accelerations and angular velocity, ``α_m m (c_a|d| + |a_pred|)`` and ``J_max (α_m (c_a|θ|
-        + |α_pred|) + 2α_f|ω'|(g|θ| + |ω_pred|))``.  Closer to the solution than that, the
-        iterate cannot be told from it in floating point, whatever the stiffness, and its
-        correction is noise.
-        """
-        m, p, spec = self.model, self.params, self.spec
-        nm = m.n_moving
-        rt, at = spec.rtol, spec.atol
-        g, c_a, am = ctx.g, ctx.c_a, p.alpha_m
-
-        def nrm(x):
-            return np.sqrt(np.einsum("ij,ij->i", x[:nm], x[:nm]))
-
-        th = nrm(it.theta)
-        t = 1.0 + 0.5 * th + 0.25 * th * th  # ≥ ‖T(θ)‖
-        w, al = nrm(it.w1), nrm(it.al1)
-        Q = it.Q.reshape(nm, 2, 3)
-        qr, qt = nrm(Q[:, 0]), nrm(Q[:, 1])
-        tol = np.empty((nm, 2))
-        tol[:, 0] = np.minimum(np.minimum(at + rt * nrm(it.r1), (at + rt * nrm(it.v1)) / g),
-                               (at + rt * np.maximum(nrm(it.a1), qr / (am * m.mass[:nm]))) / c_a)
-        tol[:, 1] = np.minimum(np.minimum(at + rt, (at + rt * w) / (g * t + w)),
-                               (at + rt * np.maximum(al, qt / (am * self._j_max))) / (c_a * t + al))
-        R = np.linalg.norm(it.R.reshape(nm, 2, 3), axis=2)
-        floor_r = qr + ctx.stiff + am * m.mass[:nm] * (c_a * nrm(it.d) + nrm(ctx.a_pred))
-        floor_t = qt + self._arm * (qr + ctx.stiff) + self._j_max * (
-            am * (c_a * th + nrm(ctx.al_pred)) + 2 * p.alpha_f * w * (g * th + nrm(ctx.w_pred)))
-        tol[R[:, 0] <= ROUNDOFF_FACTOR * _EPS * floor_r, 0] = np.inf
-        tol[R[:, 1] <= ROUNDOFF_FACTOR * _EPS * floor_t, 1] = np.inf
-        return tol
-
     def step(self, s: State, dt: float) -> StepResult:
         """Advance ``s`` by ``dt``; never raises on numerical trouble.
 
-        With modified Newton a step that fails while reusing an old
-        factorization is tried once more with a fresh tangent at every
-        iteration before it is reported as failed.
+        The step is the compiled loop's (:mod:`mbsim.kernels.stepper`, one step): the one
+        Newton iteration of mbsim, for every linear solver and every stepping mode.  With
+        modified Newton the factorization in use is kept from step to step while Δt does not
+        change, and a step that fails while reusing an old factorization is tried once more
+        with a fresh tangent at every iteration before it is reported as failed.
         """
-        res = self._newton(s, dt, modified=self.spec.modified)
+        res = self._one_step(s, dt, modified=self.spec.modified)
         if not res.ok and self.spec.modified and res.status is not StepStatus.DEGENERATE:
-            self.lu = None
-            res = self._newton(s, dt, modified=False)
+            res = self._one_step(s, dt, modified=False)
         return res
 
-    def _newton(self, s: State, dt: float, modified: bool) -> StepResult:
-        m, spec = self.model, self.spec
-        nm = m.n_moving
-        ctx = self.prepare(s, dt)
-        d, th = self.predict(s, dt)
-        history: list[float] = []
-        status, msg = None, ""
-        last = np.inf  # weighted size of the previous correction (‖Δu_{k−1}‖ in units of the tolerance)
-        if not modified or self.lu_dt is None or abs(self.lu_dt - dt) > 1e-12 * dt:
-            self.lu = None  # the mass terms m/(βΔt²) change with Δt: never reuse across a new step size
-        k = 0  # corrections applied
-        while True:
-            fresh = self.lu is None
-            it = self.evaluate(ctx, d, th, spec.tangent if fresh else None)
-            if it.elements.failed >= 0:
-                status, msg = StepStatus.DEGENERATE, m.elements.failure(it.elements.failed)
-                break
-            rnorm = float(np.linalg.norm(it.R))
-            history.append(rnorm)
-            if not np.isfinite(rnorm):
-                status, msg = StepStatus.NONFINITE, "the residual is not finite"
-                break
-            if len(history) >= 4 and history[-1] > history[-2] > history[-3] > history[-4]:
-                status, msg = StepStatus.DIVERGED, "the residual grew in 3 consecutive iterations"
-                break
-            if rnorm > 1e8 * max(history[0], np.finfo(float).tiny):
-                status, msg = StepStatus.DIVERGED, "the residual grew by more than 1e8"
-                break
-            tol = self._tolerances(ctx, it)
-            du, status, msg = self._correction(it, dt, fresh)
-            if status is not None:
-                break
-            size = self._size(du, tol)
-            rate = size / last if last > 0.0 else np.inf  # (a correction of 0 ends the iteration as noise)
-            if k > 0 and (size <= NOISE_SIZE or rate < 1.0 and size <= 1.0 - rate):
-                status = StepStatus.CONVERGED  # ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol, or Δu_k is noise
-                break
-            if k == spec.max_iterations:
-                status, msg = StepStatus.MAX_ITERATIONS, (
-                    f"no convergence in {spec.max_iterations} Newton iterations")
-                break
-            if not fresh and k > 0 and rate > CONTRACTION_LIMIT:
-                # the old factorization no longer contracts fast enough: refresh it here, and measure
-                # the rate afresh from two corrections of the new one
-                it = self.evaluate(ctx, d, th, spec.tangent)
-                du, status, msg = self._correction(it, dt, True)
-                if status is not None:
-                    break
-                size = self._size(du, tol)
-            if not modified:
-                self.lu = None
-            self.n_iterations += 1
-            k += 1
-            last = size
-            d, th = self.update(d, th, du)
+    def _one_step(self, s: State, dt: float, modified: bool) -> StepResult:
+        from ..kernels import stepper
+        times = s.t + dt * np.arange(2)
+        b = self._block(s, times[None, :], 1, keep_factorization=True, modified=modified)
+        status = np.zeros(6, np.int64)
+        taken = stepper.advance(1, dt, status, *self._arguments(b))
+        new = self._after_block(s, b, float(times[taken]), taken)
+        k, nh = int(status[3]), int(status[5])
+        history = [float(x) for x in b["hist"][:nh]]
+        residual = history[-1] if history else np.nan
+        if taken == 1:
+            return StepResult(StepStatus.CONVERGED, k, residual, "", new, history)
+        status_, message = self._failure(int(status[2]), int(status[4]), b["R"])
+        return StepResult(status_, k, residual, message, None, history)
 
-        if status is not StepStatus.CONVERGED:
-            if status in (StepStatus.MAX_ITERATIONS, StepStatus.DIVERGED) and nm:
-                msg += "; " + self._culprit(it.R)
-            return StepResult(status, k, history[-1] if history else np.nan, msg, None, history)
-
-        self.n_steps += 1
-        if k >= SLOW_STEP:
-            self.lu = None  # the factorization contracts too slowly for this motion: a fresh one for the next step
-        new = State(s.t + dt, it.r1, it.q1, it.v1, it.a1, it.w1, it.al1, s.dissipated, s.external_work,
-                    a_prev=s.a, al_prev=s.al, dt_prev=dt)
-        t0 = self.clock()
-        pd, pe = self.powers(new)
-        self.timing["energy"] += self.clock() - t0
-        # trapezoidal rule on the power along the discrete trajectory: O(Δt²), like the scheme
-        new = replace(new, power_diss=pd, power_ext=pe,
-                      dissipated=s.dissipated + 0.5 * dt * (s.power_diss + pd),
-                      external_work=s.external_work + 0.5 * dt * (s.power_ext + pe))
-        return StepResult(status, k, history[-1], "", new, history)
-
-    def _correction(self, it: "_Iterate", dt: float, fresh: bool):
-        """Δu = K⁻¹R with the factorization in use, factorizing ``it.data`` first if ``fresh``.
-
-        Returns ``(du, None, "")``, or ``(None, status, message)`` when the tangent is singular or
-        the correction not finite."""
-        try:
-            t0 = self.clock()
-            if fresh:
-                self.lu = self.solver.factorize(it.data)
-                self.lu_dt = dt
-            t1 = self.clock()
-            du = self.lu(it.R)
-            self.timing["factorization"] += t1 - t0
-            self.timing["solve"] += self.clock() - t1
-        except (SingularMatrix, RuntimeError) as exc:
-            self.lu = None
-            return None, StepStatus.SINGULAR, f"the tangent matrix is singular ({exc})"
-        if not np.all(np.isfinite(du)):
-            return None, StepStatus.NONFINITE, "the Newton correction is not finite"
-        return du, None, ""
-
-    @staticmethod
-    def _size(du: np.ndarray, tol: np.ndarray) -> float:
-        """The correction's size in units of the tolerance: max over bodies and kinds."""
-        return float(np.max(np.linalg.norm(du.reshape(-1, 2, 3), axis=2) / tol, initial=0.0))
+    def _failure(self, reason: int, culprit: int, R: np.ndarray) -> tuple:
+        """StepStatus and message of a step the compiled loop gave up (``reason``: a code of
+        :mod:`mbsim.kernels.stepper`; ``culprit`` the element or body it names; ``R`` the last residual)."""
+        from ..kernels import stepper as st
+        m = self.model
+        if reason == st.DEGENERATE:
+            return StepStatus.DEGENERATE, m.elements.failure(culprit)
+        if reason == st.SINGULAR:
+            return StepStatus.SINGULAR, (f"the tangent matrix is singular (zero pivot in the block of moving body "
+                                         f"'{m.names[culprit]}')")
+        if reason == st.NONFINITE_RESIDUAL:
+            return StepStatus.NONFINITE, "the residual is not finite"
+        if reason == st.NONFINITE_CORRECTION:
+            return StepStatus.NONFINITE, "the Newton correction is not finite"
+        status, msg = {st.MAX_ITERATIONS: (StepStatus.MAX_ITERATIONS,
+                                           f"no convergence in {self.spec.max_iterations} Newton iterations"),
+                       st.GREW: (StepStatus.DIVERGED, "the residual grew in 3 consecutive iterations"),
+                       st.BLEW_UP: (StepStatus.DIVERGED, "the residual grew by more than 1e8")}[reason]
+        return status, msg + "; " + self._culprit(R)
 
     # ------------------------------------------------------------------
     def warm_up(self, s: State, dt: float, frame_every: int) -> None:
@@ -476,8 +360,8 @@ class GeneralizedAlpha:
         integrator's counters, timings and factorization are put back as they
         were, so the run that follows is unchanged.
         """
-        saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, dict(self.timing), self.lu,
-                 self.lu_dt)
+        lu_state = self._fused["lu_state"].copy() if self._fused is not None else None
+        saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, dict(self.timing))
         try:
             with np.errstate(all="ignore"):
                 self.step(s, dt)
@@ -486,8 +370,9 @@ class GeneralizedAlpha:
                     self.advance_frames(s, dt, 0, 0, frame_every,
                                         frame_buffers(self.model.n_bodies, self.model.n_connectors, 1))
         finally:
-            (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, timing, self.lu,
-             self.lu_dt) = saved
+            (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, timing) = saved
+            if self._fused is not None:
+                self._fused["lu_state"][:] = lu_state if lu_state is not None else 0.0
             self.timing.clear()
             self.timing.update(timing)
 
@@ -520,8 +405,7 @@ class GeneralizedAlpha:
         from ..kernels import stepper
         times = s.t + dt * np.arange(nsteps + 1)
         b = self._block(s, times[None, :], nsteps)
-        taken = stepper.advance(nsteps, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["elements"],
-                                *b["solver"], *b["work"])
+        taken = stepper.advance(nsteps, dt, np.zeros(6, np.int64), *self._arguments(b))
         new = self._after_block(s, b, float(times[taken]), taken)
         return new, taken, b["iterations"][:taken], b["residuals"][:taken]
 
@@ -556,22 +440,25 @@ class GeneralizedAlpha:
         starts = (k0 + spf * np.arange(nframes)) * dt
         times = starts[:, None] + dt * np.arange(spf + 1)
         b = self._block(s, times, nsteps)
-        status = np.zeros(2, np.int64)
+        status = np.zeros(6, np.int64)
         o = self.model.order
         frames = stepper.advance_frames(
-            nframes, spf, dt, *b["state"], self.model.gravity, *b["model"], *b["loads"], *b["elements"], *b["solver"],
-            *b["work"],
+            nframes, spf, dt, *self._arguments(b),
             o if o.dtype == np.int64 else o.astype(np.int64),
             *(buffers[k] for k in FRAME_BUFFER_KEYS), status)
         steps = frames * spf + (int(status[0]) if status[1] != 1 else 0)
         new = self._after_block(s, b, (k0 + steps) * dt, steps)
         return new, frames, steps, int(status[1]), b["iterations"][:steps], b["residuals"][:steps]
 
-    def _block(self, s: State, times: np.ndarray, nsteps: int) -> dict:
+    def _block(self, s: State, times: np.ndarray, nsteps: int, keep_factorization: bool = False,
+               modified: Optional[bool] = None) -> dict:
         """The arguments of the compiled loops for ``nsteps`` steps from ``s``.
 
         ``times`` is ``(blocks, steps per block + 1)``: the step ends of each
         block, at which the loads are evaluated (at n+α between two of them).
+        A block starts with a fresh tangent unless ``keep_factorization`` (:meth:`step`: the
+        loop reuses the factorization in use if it was made for the same Δt); ``modified``
+        overrides the scenario's choice of modified Newton.
         """
         t0 = self.clock()
         m, p = self.model, self.params
@@ -591,9 +478,10 @@ class GeneralizedAlpha:
             history = (s.a_prev.copy(), s.al_prev.copy(), np.array([s.dt_prev]))
         else:
             history = (np.zeros_like(s.a), np.zeros_like(s.al), np.zeros(1))
-        f["lu_state"][0] = 0.0  # a fresh tangent at the start of every block (= after every frame)
-        self.lu = None
+        if not keep_factorization:
+            f["lu_state"][0] = 0.0  # a fresh tangent at the start of every block (= after every frame)
         spec = self.spec
+        modified = spec.modified if modified is None else modified
         iterations, residuals = np.zeros(nsteps, dtype=np.int64), np.zeros(nsteps)
         counters = np.zeros(3, dtype=np.int64)
         return {
@@ -603,11 +491,15 @@ class GeneralizedAlpha:
             "loads": (F_alpha, M_alpha, FL, ML),
             "elements": f["elements"],
             "solver": (self.assembler.body_pos, self.assembler.size, *f["structure"],
-                       {"consistent": 1, "seed": 2}[spec.tangent], spec.modified, spec.max_iterations, spec.rtol,
+                       {"consistent": 1, "seed": 2}[spec.tangent], modified, spec.max_iterations, spec.rtol,
                        spec.atol, ROUNDOFF_FACTOR, NOISE_SIZE, CONTRACTION_LIMIT, SLOW_STEP),
-            "work": (f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters),
-            "iterations": iterations, "residuals": residuals, "counters": counters,
+            "work": (f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters, f["hist"], f["R"]),
+            "iterations": iterations, "residuals": residuals, "counters": counters, "hist": f["hist"], "R": f["R"],
         }
+
+    def _arguments(self, b: dict) -> tuple:
+        """The arguments of :func:`mbsim.kernels.stepper.run` from ``r`` to ``R_out``."""
+        return (*b["state"], self.model.gravity, *b["model"], *b["loads"], *b["elements"], *b["solver"], *b["work"])
 
     def _after_block(self, s: State, b: dict, t: float, steps: int) -> State:
         """Count the work of a compiled block (``steps`` steps kept) and return its final state at time ``t``."""
@@ -636,7 +528,8 @@ class GeneralizedAlpha:
             structure, size = (none, none, solver.dense_positions, none), self.model.ndof ** 2
         return {"elements": stepper.element_arguments(self.model, self.assembler), "structure": structure,
                 "lu_data": np.zeros(size),
-                "lu_piv": np.zeros((self.model.n_moving, 6), np.int64), "lu_state": np.zeros(2)}
+                "lu_piv": np.zeros((self.model.n_moving, 6), np.int64), "lu_state": np.zeros(2),
+                "hist": np.zeros(2 * self.spec.max_iterations + 2), "R": np.zeros(self.model.ndof)}
 
     def predict(self, s: State, dt: float):
         """Start of the Newton iteration, as increments ``(d, θ)`` (``(n_all, 3)`` each, zero for
@@ -673,7 +566,8 @@ class GeneralizedAlpha:
         predictor and the factorization in use.  The driver restarts at every stored frame, so
         that the steps after a frame depend on that frame alone (a resumed run repeats them to
         the last bit)."""
-        self.lu = None
+        if self._fused is not None:
+            self._fused["lu_state"][0] = 0.0
         return replace(s, a_prev=None, al_prev=None, dt_prev=0.0)
 
     def update(self, d: np.ndarray, th: np.ndarray, du: np.ndarray):
@@ -720,7 +614,6 @@ class _StepContext:
     w_pred: np.ndarray
     al_pred: np.ndarray
     Krr: np.ndarray
-    stiff: np.ndarray  # Σ k·(|x_A| + |x_B|) of each moving body's springs (see GeneralizedAlpha._spring_scale)
 
 
 @dataclass(frozen=True, eq=False)

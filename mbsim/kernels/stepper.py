@@ -4,12 +4,14 @@ For models whose linear solve is the block tree LU (a forest of bodies,
 :mod:`mbsim.kernels.tree`) or a dense LU (other systems of up to
 ``mbsim.linalg.DENSE_MAX_DOFS`` unknowns, :mod:`mbsim.kernels.dense`),
 :func:`advance` takes several steps of equal size in one call: per step
-the same predictor, kinematics, residual, tangent, convergence test,
-modified-Newton rule and energy integrals as
-:meth:`mbsim.integrators.GeneralizedAlpha._newton` — the Python code stays
-the specification and handles everything unusual (a failed step is handed
-back and redone there, with its diagnosis).  What this saves is the Python
-glue around the kernels, which dominates small models.
+the predictor, kinematics, residual, tangent, convergence test,
+modified-Newton rule and energy integrals of
+:mod:`mbsim.integrators.generalized_alpha` (whose docstring and docs/newton.md
+state them).  This is mbsim's one Newton iteration: the Python step
+(:meth:`GeneralizedAlpha.step`, adaptive steps, the redo of a failed step
+and its diagnosis) is this loop taking one step; a failed step is reported
+with its reason (``status[2]``, one of the codes below), what it names
+(``status[4]``), its last residual and its residual history.
 """
 from __future__ import annotations
 
@@ -22,6 +24,9 @@ from . import connectors as kc
 from . import blocklu, dense, njit, tree
 
 _EPS = float(np.finfo(np.float64).eps)
+
+# Why a step failed (``status[2]`` of :func:`run`); GeneralizedAlpha turns them into StepStatus and a message.
+MAX_ITERATIONS, GREW, BLEW_UP, NONFINITE_RESIDUAL, NONFINITE_CORRECTION, SINGULAR, DEGENERATE = range(1, 8)
 _TINY = float(np.finfo(np.float64).tiny)  # as np.finfo(float).tiny in the Python step
 
 
@@ -53,8 +58,8 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
               el_start, el_body, el_data, el_dofs, el_pos, body_pos,
               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr):
     """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th), its
-    positions, orientations and rates into r1, q1, …; returns True if an element law is undefined
-    there (a collapsed spring).
+    positions, orientations and rates into r1, q1, …; returns the first element instance whose law
+    is undefined there (a collapsed spring), or −1.
 
     The element laws add their 12×12 blocks straight into ``data`` through one (1, 12, 12)
     scratch block ``K1`` (no per-instance tangent array); the work arrays are passed one by one:
@@ -71,7 +76,7 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     failed = engine.evaluate(el_start, el_body, el_data, af, g, mode, r1, s_r, R1, Rn, v1, s_v, w1, s_w, T, Om,
                              el_res, K1, el_out, el_pos, data, scr)
     kb.scatter_residual(el_dofs, el_res, R, Q)
-    return failed >= 0
+    return failed
 
 
 @njit(cache=True)
@@ -128,8 +133,19 @@ def _n3(x, i):
 @njit(cache=True)
 def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1, al1, a_pred,
                 w_pred, al_pred, R, Q, tol):
-    """:meth:`mbsim.integrators.GeneralizedAlpha._tolerances` into ``tol`` (nm, 2): per body,
-    translation and rotation; inf for the rows whose residual is at round-off."""
+    """How far the unknowns may be from the step's solution, per moving body and kind (translation,
+    rotation), into ``tol`` (nm, 2) in m and rad (the formulas: mbsim.integrators.generalized_alpha);
+    inf for the rows whose residual is at round-off.
+
+    A body's force (moment) residual is at round-off when it is within ``roundoff·ε`` of the
+    magnitudes that cancel in it: the forces (moments) summed into the rows (``Q``); its springs'
+    ``Σ k(|x_A| + |x_B|)`` (``stiff``: a force k(L − L0) formed from points far from the origin);
+    for the moments, ℓ times both (``arm``: ℓ the body's longest connector arm, z×f rounds like
+    |z||f|, not |z×f|); and the inertia of the terms that cancel in the new accelerations and
+    angular velocity, ``α_m m (c_a|d| + |a_pred|)`` and ``J_max (α_m (c_a|θ| + |α_pred|) +
+    2α_f|ω'|(g|θ| + |ω_pred|))``.  Closer to the solution than that, the iterate cannot be told
+    from it in floating point, whatever the stiffness, and its correction is noise.
+    """
     for i in range(nm):
         t = _n3(th, i)
         tb = 1.0 + 0.5 * t + 0.25 * t * t
@@ -152,7 +168,8 @@ def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stif
 
 @njit(cache=True)
 def _spring_scale(nm, r, el_body, el_arm, el_stiff, out):
-    """:meth:`mbsim.integrators.GeneralizedAlpha._spring_scale` into ``out`` (nm,)."""
+    """Per moving body, Σ k·(|x_A| + |x_B|) over its springs (elements with a stiffness) at positions
+    ``r``, into ``out`` (nm,): times ε, the round-off of their forces k(L − L0)."""
     out[:] = 0.0
     for e in range(el_body.shape[0]):
         if el_stiff[e] == 0.0:
@@ -167,8 +184,7 @@ def _spring_scale(nm, r, el_body, el_arm, el_stiff, out):
 
 @njit(cache=True)
 def _size(du, tol):
-    """:meth:`mbsim.integrators.GeneralizedAlpha._size`: the correction in units of the tolerance
-    (max over bodies and kinds)."""
+    """The correction in units of the tolerance (max over bodies and kinds)."""
     size = 0.0
     for i in range(tol.shape[0]):
         for k in range(2):
@@ -177,7 +193,7 @@ def _size(du, tol):
     return size
 
 
-def advance(nsteps, dt, *args):
+def advance(nsteps, dt, status, *args):
     """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
 
     ``a_prev``/``al_prev`` and ``prev_dt[0]`` are the predictor's history
@@ -189,12 +205,12 @@ def advance(nsteps, dt, *args):
     Returns the number of steps taken: fewer than ``nsteps`` when a step
     did not converge (the state is then the one before that step).
 
-    ``args`` are those of :func:`run` from ``r`` to ``counters``.  A plain
-    Python function: one compiled :func:`run` serves this and
-    :func:`advance_frames` (each compiled wrapper cost ~6 s on a first run).
+    ``args`` are those of :func:`run` from ``r`` to ``R_out``; ``status`` receives
+    what :func:`run` says of the last step.  A plain Python function: one
+    compiled :func:`run` serves this and :func:`advance_frames` (each compiled
+    wrapper cost ~6 s on a first run).
     """
     nb = 0  # no frames: empty frame buffers
-    status = np.zeros(2, np.int64)
     done = run(1, nsteps, False, dt, *args, np.zeros(nb, np.int64), np.empty((nb, nb, 3)), np.empty((nb, nb, 4)),
                np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)),
                np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb)), np.empty((nb, 10)), status)
@@ -206,7 +222,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
         el_start, el_body, el_data, el_index, el_arm, el_stiff, el_dofs, el_pos,
         body_pos, size, parent, order, dense_flat, sym, mode, modified, max_it, rtol, atol, roundoff, noise,
-        contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters,
+        contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters, hist_out, R_out,
         scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
     """The compiled loop of :func:`advance` and :func:`advance_frames`: ``nframes`` blocks of ``spf``
     steps; with ``frames``, each block starts with a fresh tangent and no predictor history
@@ -245,8 +261,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     a0 = np.empty_like(a); w0 = np.empty_like(w); al0 = np.empty_like(al); e0 = np.empty_like(energy)
     out = np.empty(9)
     refresh = ndof >= 0  # True, as a run-time bool: a literal True would compile a second _correction
-    status[0] = 0
-    status[1] = 0
+    for j in range(status.shape[0]):
+        status[j] = 0
     for f in range(nframes):
         if frames:
             r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy
@@ -292,51 +308,63 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     d[i, j] = dt * v[i, j] + dt * dt * ((0.5 - beta) * a[i, j]
                                                         + beta * (a[i, j] + ratio * (a[i, j] - a_prev[i, j])))
                     th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j] + beta * CA[j])
-            # --- Newton (GeneralizedAlpha._newton) ------------------------------------------
+            # --- Newton (the stopping test of mbsim.integrators.generalized_alpha) ------------
             have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
             last = np.inf
-            converged = False
+            reason = 0
+            culprit = -1
             k = 0
             nh = 0
             while True:
                 fresh = not have
                 counters[2] += 1
                 kmode = mode if fresh else 0
-                if _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
-                             a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
-                             el_start, el_body, el_data, el_dofs, el_pos, body_pos,
-                             R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr):
+                culprit = _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
+                                    a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
+                                    el_start, el_body, el_data, el_dofs, el_pos, body_pos,
+                                    R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
+                if culprit >= 0:
+                    reason = DEGENERATE
                     break
                 rnorm = _norm(R)
                 hist[nh] = rnorm
                 nh += 1
                 if not np.isfinite(rnorm):
+                    reason = NONFINITE_RESIDUAL
                     break
                 if nh >= 4 and hist[nh - 1] > hist[nh - 2] > hist[nh - 3] > hist[nh - 4]:
+                    reason = GREW
                     break
                 if rnorm > 1e8 * max(hist[0], _TINY):
+                    reason = BLEW_UP
                     break
                 _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1,
                             al1, a_pred, w_pred, al_pred, R, Q, tol)
-                if not _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym,
-                                   lu_piv, lu_state, dt, R, du, tree_work, counters):
+                culprit = _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
+                                      sym, lu_piv, lu_state, dt, R, du, tree_work, counters)
+                if culprit != -1:
+                    reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                     break
                 have = True
                 sz = _size(du, tol)
                 rate = sz / last if last > 0.0 else np.inf
                 if k > 0 and (sz <= noise or (rate < 1.0 and sz <= 1.0 - rate)):
-                    converged = True
-                    break
+                    break  # converged: ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol, or Δu_k is noise
                 if k == max_it:
+                    reason = MAX_ITERATIONS
                     break
                 if not fresh and k > 0 and rate > contraction:
+                    # the old factorization no longer contracts fast enough: refresh it here, and measure
+                    # the rate afresh from two corrections of the new one
                     counters[2] += 1
                     _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
                               a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
                               el_start, el_body, el_data, el_dofs, el_pos, body_pos,
                               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
-                    if not _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym,
-                                       lu_piv, lu_state, dt, R, du, tree_work, counters):
+                    culprit = _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent,
+                                          order, sym, lu_piv, lu_state, dt, R, du, tree_work, counters)
+                    if culprit != -1:
+                        reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                         break
                     sz = _size(du, tol)
                 if not modified:
@@ -349,13 +377,20 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     for j in range(3):
                         d[i, j] += du[6 * i + j]
                     kb.cay_compose((du[6 * i + 3], du[6 * i + 4], du[6 * i + 5]), th, i)
-            if not converged:
+            status[3] = k  # what the last step did, for GeneralizedAlpha.step's StepResult
+            status[5] = nh
+            for j in range(nh):
+                hist_out[j] = hist[j]
+            if reason != 0:
                 lu_state[0] = 0.0
                 status[0] = step
+                status[2] = reason
+                status[4] = culprit
+                R_out[:] = R
                 return f
             iterations[ks] = k
             if k >= slow:
-                lu_state[0] = 0.0  # GeneralizedAlpha._newton: a fresh factorization for the next step
+                lu_state[0] = 0.0  # the factorization contracts too slowly for this motion: a fresh one next step
             residuals[ks] = hist[nh - 1]
             # --- accept: state, predictor history, energy integrals (trapezoidal, like the Python step) ----
             for i in range(n_all):
@@ -408,29 +443,32 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
 @njit(cache=True)
 def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym, lu_piv, lu_state, dt,
                 R, du, tree_work, counters):
-    """:meth:`mbsim.integrators.GeneralizedAlpha._correction`: du ← K⁻¹R with the factorization in
-    ``lu_data``, factorizing the tangent ``data`` first if ``fresh``; False when the tangent is
-    singular or du is not finite."""
+    """du ← K⁻¹R with the factorization in ``lu_data``, factorizing the tangent ``data`` first if
+    ``fresh``.  Returns −1; or, when the tangent is singular, the moving body whose pivot block is
+    singular (0 where the dense LU cannot tell); −2 when du is not finite."""
     if fresh:
         counters[1] += 1
-        if _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym):
+        bad = _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym)
+        if bad >= 0:
             lu_state[0] = 0.0
-            return False
+            return bad
         lu_state[0] = 1.0
         lu_state[1] = dt
     _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, R, du, tree_work)
-    return _finite1(du)
+    return -1 if _finite1(du) else -2
 
 
 @njit(cache=True)
 def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym):
-    """Factorize the tangent ``data`` into ``lu_data``; True if it is singular."""
+    """Factorize the tangent ``data`` into ``lu_data``; −1, or the moving body whose pivot block is
+    singular (the dense LU: the body of the zero pivot's column)."""
     if is_dense:
-        return dense.factorize(data, dense_flat, ndof, lu_data, piv_flat) >= 0
+        bad = dense.factorize(data, dense_flat, ndof, lu_data, piv_flat)
+        return bad // 6 if bad >= 0 else -1
     lu_data[:] = data
     if sym.shape[0] > 0:
-        return blocklu.factorize(lu_data, sym, piv_flat) >= 0
-    return tree.factorize(lu_data, nm, parent, order, piv_flat) >= 0
+        return blocklu.factorize(lu_data, sym, piv_flat)
+    return tree.factorize(lu_data, nm, parent, order, piv_flat)
 
 
 @njit(cache=True)

@@ -102,55 +102,105 @@ def test_example_matches_its_reference(path):
     assert errs["rotation angle [rad]"][0] <= ANGLE_TOL
 
 
-def _mutations():
-    """(kind, mutation) for every registered element kind: its action's sign flipped, and for the kinds
-    that act at points, the moment z × f of their forces about the body centres left out."""
-    from mbsim.elements import ELEMENTS
-    return [(k.type, how) for k in ELEMENTS for how in ("flipped sign", "arm moment left out")
-            if how == "flipped sign" or k.arms is not None]
+MUTANTS = r"""
+# Run in a fresh process with its own numba cache directory: every registered element kind's law is
+# wrapped in a compiled mutant before anything is compiled, and a last column of the packed parameter
+# rows says, instance by instance, which mutation to apply (0: none) -- one compilation serves all cases.
+import json, sys
+import numpy as np
+from mbsim.elements import ELEMENTS, FORCE, MOMENT, POWER
+from mbsim.elements import base
+from mbsim.kernels import njit
+from tests.regression import test_regression as tr
 
+def mutant(law):
+    @njit(cache=False)
+    def wrong(lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos, data, scr):
+        failed = law(lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos, data,
+                     scr)
+        last = p.shape[1] - 1
+        for e in range(lo, hi):
+            how = p[e, last]
+            if how == 1.0:  # the action's sign flipped (its tangent blocks as well when they are returned)
+                for j in range(12):
+                    res[e, j] = -res[e, j]
+                for j in range(6):
+                    out[e, FORCE + j] = -out[e, FORCE + j]
+                out[e, POWER] = -out[e, POWER]
+                if mode != 0 and pos.shape[0] == 0:
+                    for r in range(12):
+                        for c in range(12):
+                            K[e, r, c] = -K[e, r, c]
+            elif how == 2.0:  # the moments z × f of the point forces about the body centres left out
+                for j in range(3):
+                    res[e, j] = out[e, FORCE + j]
+                    res[e, 3 + j] = out[e, MOMENT + j]
+                    res[e, 6 + j] = -out[e, FORCE + j]
+                    res[e, 9 + j] = -out[e, MOMENT + j]
+        return failed
+    return wrong
 
-@pytest.mark.parametrize("kind,mutation", _mutations())
-def test_the_suite_fails_on_a_wrong_model(kind, mutation, monkeypatch):
-    """The same checks on the examples that use ``kind``, with that kind's law deliberately wrong,
-    must fail for at least one of them.  The laws are compiled, so the mutation is made on their output as the Python step reads
-    it (mbsim.elements.engine.evaluate_at), and the run is kept off the compiled step loop."""
-    from mbsim.elements import FORCE, MOMENT, POWER, ElementEval
-    from mbsim.elements import engine
-    from mbsim.integrators import GeneralizedAlpha
-    using = [(len(sc.bodies), p) for p in example_paths() if (REFERENCE_DIR / f"{p.stem}.h5").exists()
-             for sc in [load_scenario(str(p))] if any(c.type == kind for c in sc.connectors)]
-    assert using, f"no example with a reference uses the element kind {kind!r}"
-    original = engine.evaluate_at
+for cls in ELEMENTS:
+    cls.law = mutant(cls.law)
+CURRENT = {"kind": None, "how": 0.0}
+init = base.Elements.__init__
 
-    def wrong(el, kin, tangent=None):
-        ev = original(el, kin, tangent)
-        k = [c.type for c in el.kinds].index(kind)
-        lo, hi = el.start[k], el.start[k + 1]
-        res, out = ev.residual.copy(), ev.out.copy()
-        K = None if ev.tangent is None else ev.tangent.copy()
-        if mutation == "flipped sign":
-            res[lo:hi] *= -1
-            out[lo:hi, FORCE:MOMENT + 3] *= -1
-            out[lo:hi, POWER] *= -1
-            if K is not None:
-                K[lo:hi] *= -1
-        else:
-            f, m = out[lo:hi, FORCE:FORCE + 3], out[lo:hi, MOMENT:MOMENT + 3]
-            res[lo:hi] = np.concatenate((f, m, -f, -m), axis=1)
-        return ElementEval(residual=res, tangent=K, out=out, failed=ev.failed)
+def with_mutation_column(self, kinds, connectors, *args):
+    init(self, kinds, connectors, *args)
+    code = np.array([CURRENT["how"] if self.kinds[k].type == CURRENT["kind"] else 0.0 for k in self.kind])
+    self.data = np.ascontiguousarray(np.concatenate((self.data, code.reshape(-1, 1)), axis=1))
 
-    monkeypatch.setattr(engine, "evaluate_at", wrong)
-    monkeypatch.setattr(GeneralizedAlpha, "can_advance", property(lambda self: False))
-    seen = {}
-    for _, path in sorted(using):  # the smallest first (the runs stay off the compiled loop)
+base.Elements.__init__ = with_mutation_column
+caught = {}
+for kind, how, paths in json.loads(sys.argv[1]):
+    CURRENT.update(kind=kind, how=float(how))
+    verdict = "not caught"
+    for path in paths:
         try:
-            errs = regression_errors(path)
+            errs = tr.regression_errors(tr.Path(path))
         except AssertionError as exc:  # the wrong model does not even run to the end: caught as well
-            assert "failed" in str(exc)
-            return
+            verdict = f"caught: the run failed ({str(exc).splitlines()[0][:80]})"
+            break
         errs.pop("_scene")
-        if any(e > tol for e, tol in errs.values()):
-            return
-        seen[path.stem] = errs
-    pytest.fail(f"no example caught the mutation: {seen}")
+        bad = [q for q, (e, tol) in errs.items() if e > tol]
+        if bad:
+            verdict = f"caught by {tr.Path(path).stem}: {', '.join(bad)}"
+            break
+    caught[f"{kind}: {['', 'flipped sign', 'arm moment left out'][how]}"] = verdict
+print(json.dumps(caught))
+"""
+
+
+def _mutations():
+    """(kind, mutation code, example paths) for every registered element kind: its action's sign
+    flipped (1), and for the kinds that act at points, the moments z × f of their forces about the body
+    centres left out (2); the examples with a reference that use the kind, the smallest first."""
+    from mbsim.elements import ELEMENTS
+    out = []
+    for k in ELEMENTS:
+        using = sorted((len(sc.bodies), str(p)) for p in example_paths() if (REFERENCE_DIR / f"{p.stem}.h5").exists()
+                       for sc in [load_scenario(str(p))] if any(c.type == k.type for c in sc.connectors))
+        for how in (1, 2) if k.arms is not None else (1,):
+            out.append((k.type, how, [p for _, p in using]))
+    return out
+
+
+def test_the_suite_fails_on_a_wrong_model(tmp_path):
+    """The checks above, on the examples that use each registered element kind, with that kind's
+    compiled law deliberately wrong (its action's sign flipped; its arm moments left out), must fail
+    for at least one example each.  In a fresh process whose numba cache is its own, so that the
+    mutants never reach the real cache."""
+    import json
+    import os
+    import subprocess
+    import sys
+    cases = _mutations()
+    assert all(paths for _, _, paths in cases), [k for k, _, paths in cases if not paths]
+    root = REFERENCE_DIR.parents[1]
+    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
+    done = subprocess.run([sys.executable, "-c", MUTANTS, json.dumps(cases)], cwd=root, env=env,
+                          capture_output=True, text=True, timeout=900)
+    assert done.returncode == 0, done.stderr[-3000:]
+    verdicts = json.loads(done.stdout.strip().splitlines()[-1])
+    assert len(verdicts) == len(cases)
+    assert all(v.startswith("caught") for v in verdicts.values()), verdicts
