@@ -67,7 +67,7 @@ class LinearSolver:
             self.nm = nm
             self.storage_size = 3 * 36 * nm
             self.storage_map = tree.block_position(np.asarray(rows), np.asarray(cols), nm, self.tree[0])
-            self._piv = np.zeros((nm, 6), dtype=np.int64)
+            self._piv = np.zeros(ndof, dtype=np.int64)
         elif ndof > DENSE_MAX_DOFS and nm > 0 and rows is not None:
             from .kernels import blocklu
             self.strategy = "block"

@@ -528,7 +528,7 @@ class GeneralizedAlpha:
             structure, size = (none, none, solver.dense_positions, none), self.model.ndof ** 2
         return {"elements": stepper.element_arguments(self.model, self.assembler), "structure": structure,
                 "lu_data": np.zeros(size),
-                "lu_piv": np.zeros((self.model.n_moving, 6), np.int64), "lu_state": np.zeros(2),
+                "lu_piv": np.zeros(self.model.ndof, np.int64), "lu_state": np.zeros(2),
                 "hist": np.zeros(2 * self.spec.max_iterations + 2), "R": np.zeros(self.model.ndof)}
 
     def predict(self, s: State, dt: float):

@@ -234,7 +234,6 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     n_all = r.shape[0]
     ndof = 6 * nm
     is_dense = dense_flat.shape[0] > 0  # else the block tree LU, or the block sparse LU if sym is not empty
-    piv_flat = lu_piv.reshape(ndof)
     c_a = 1.0 / (beta * dt * dt)
     g = gamma / (beta * dt)
     krr = np.empty(nm)
@@ -340,8 +339,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     break
                 _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1,
                             al1, a_pred, w_pred, al_pred, R, Q, tol)
-                culprit = _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order,
-                                      sym, lu_piv, lu_state, dt, R, du, tree_work, counters)
+                culprit = _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent, order,
+                                      sym, lu_state, dt, R, du, tree_work, counters)
                 if culprit != -1:
                     reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                     break
@@ -361,8 +360,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                               a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
                               el_start, el_body, el_data, el_dofs, el_pos, body_pos,
                               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
-                    culprit = _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent,
-                                          order, sym, lu_piv, lu_state, dt, R, du, tree_work, counters)
+                    culprit = _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent,
+                                          order, sym, lu_state, dt, R, du, tree_work, counters)
                     if culprit != -1:
                         reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                         break
@@ -441,7 +440,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
 
 
 @njit(cache=True)
-def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym, lu_piv, lu_state, dt,
+def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym, lu_state, dt,
                 R, du, tree_work, counters):
     """du ← K⁻¹R with the factorization in ``lu_data``, factorizing the tangent ``data`` first if
     ``fresh``.  Returns −1; or, when the tangent is singular, the moving body whose pivot block is

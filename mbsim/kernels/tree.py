@@ -88,12 +88,12 @@ def block_position(rows: np.ndarray, cols: np.ndarray, nm: int, parent: np.ndarr
 def factorize(data, nm, parent, order, piv):
     """Block LU in place: D[c] → LU(D[c]), U[c] → D[c]⁻¹U[c], D[p] −= L[c] D[c]⁻¹ U[c].
 
-    ``piv``: (nm, 6) or (6·nm,) row interchanges.  Returns −1 on success, else
+    ``piv``: (6·nm,) row interchanges.  Returns −1 on success, else
     the body whose diagonal block is singular.  Blocks are addressed by offset
     into ``data`` (D[c] at 36c, U[c] at 36(nm + c), L[c] at 36(2nm + c)), not
     as views (see :func:`mbsim.kernels.dense.lu_block`).
     """
-    pv = piv.reshape(-1)
+    pv = piv
     col = np.empty(6)
     for k in range(order.shape[0]):
         c = order[k]
@@ -123,15 +123,16 @@ def factorize(data, nm, parent, order, piv):
 def solve(data, nm, parent, order, piv, rhs):
     """Solve with the factors of :func:`factorize`; returns x."""
     x = np.empty(6 * nm)
-    solve_into(data, nm, parent, order, piv, rhs, np.empty((3, nm, 6)), x)
+    solve_into(data, nm, parent, order, piv, rhs, np.empty(18 * nm), x)
     return x
 
 
 @njit(cache=True)
 def solve_into(data, nm, parent, order, piv, rhs, work, out):
-    """:func:`solve` into ``out`` (6·nm,), with ``work`` (3, nm, 6) (or 18·nm values) as its scratch."""
-    pv = piv.reshape(-1)
-    wk = work.reshape(-1)
+    """:func:`solve` into ``out`` (6·nm,), with ``work`` (18·nm values) as its scratch (flat arrays:
+    a reshape in compiled code costs seconds of compilation)."""
+    pv = piv
+    wk = work
     n6 = 6 * nm
     b, y = 0, n6  # offsets of b and y in wk
     for i in range(n6):

@@ -28,6 +28,7 @@ regrowth (mbsim.stepping); ``time.min_step`` (> 0, ≤ ``time.step``, default
 from __future__ import annotations
 
 import contextlib
+import functools
 import gc
 import json
 import math
@@ -509,32 +510,32 @@ class _Connector:
         self.name, self.name_node, self.node, self.spec = name, name_node, node, spec
 
 
-def _connector_kinds() -> tuple[dict, dict]:
-    """Keys of every registered element kind by type, and the aliases of the type names."""
-    from ..elements import ELEMENTS  # the registry: each kind's file declares its keys and reads them
-    return ({k.type: _CONNECTOR_COMMON + k.keys for k in ELEMENTS},
-            {alias: k.type for k in ELEMENTS for alias in k.aliases})
-
-
-def _foreign_keys(keys: dict) -> dict:
-    """Per type, a message for each key that belongs to other types only."""
+@functools.lru_cache(maxsize=None)
+def _connector_rules() -> tuple[dict, dict, dict, list]:
+    """From the element registry (each kind's file declares its keys and reads them): the keys of every
+    kind by type, the aliases of the type names, per type a message for each key that belongs to other
+    types only, and every key of any type."""
+    from ..elements import ELEMENTS
+    keys = {k.type: _CONNECTOR_COMMON + k.keys for k in ELEMENTS}
+    aliases = {alias: k.type for k in ELEMENTS for alias in k.aliases}
     every = sorted({k for own in keys.values() for k in own})
-    return {ctype: {k: f"{k!r} is not a key of a {ctype} (it belongs to: "
-                       f"{', '.join(t for t, own_ in keys.items() if k in own_)})"
-                    for k in every if k not in own}
-            for ctype, own in keys.items()}
+    foreign = {ctype: {k: f"{k!r} is not a key of a {ctype} (it belongs to: "
+                          f"{', '.join(t for t, own_ in keys.items() if k in own_)})"
+                       for k in every if k not in own}
+               for ctype, own in keys.items()}
+    return keys, aliases, foreign, every
 
 
 def _connector(r: Reader, node, path: str, index: int, known: dict) -> _Connector:
     if kind(node) != "mapping":
         r.report(path, node, f"must be a mapping, got {describe(node)}")
         return _Connector(None, None, node)
-    keys, aliases = _connector_kinds()
+    keys, aliases, foreign, every = _connector_rules()
     ctype = _connector_type(r, node, path, keys, aliases)
     if ctype is None:  # keys cannot be judged by type: only refuse keys no type has
-        m = r.mapping(node, path, sorted({k for own in keys.values() for k in own}))
+        m = r.mapping(node, path, every)
     else:
-        m = r.mapping(node, path, keys[ctype], _foreign_keys(keys)[ctype])
+        m = r.mapping(node, path, keys[ctype], foreign[ctype])
     before = len(r.problems)
     name_node = m.get("name")
     if name_node is not None:
