@@ -188,3 +188,29 @@ def test_compiled_dense_lu_reports_a_singular_matrix():
     data, flat = _pattern(A)
     lu, piv = np.zeros(16), np.zeros(4, np.int64)
     assert dense.factorize(data, flat, 4, lu, piv) >= 0
+
+
+def test_a_closed_ring_runs_in_the_compiled_loop_with_the_block_sparse_lu(monkeypatch):
+    """A ring of 24 bodies (144 unknowns: above the dense limit, not a forest) takes the block sparse
+    LU in the compiled loop, with its O(N) fill, and the trajectory of the dense LU."""
+    from mbsim.scenario.loader import scenario_from_dict
+    from tests.integration._examples_util import REPO
+    import sys
+    sys.path.insert(0, str(REPO / "benchmarks"))
+    from chain import chain_dict
+    sc = scenario_from_dict(chain_dict(24, 40, closed=True))
+    out = {}
+    for limit in (mbsim.linalg.DENSE_MAX_DOFS, 10**6):
+        monkeypatch.setattr(mbsim.linalg, "DENSE_MAX_DOFS", limit)
+        ga = GeneralizedAlpha(Model(sc), sc.integrator)
+        s, taken, _, _ = ga.advance(ga.initial_state(), sc.time.step, 40)
+        assert taken == 40
+        out[ga.solver.strategy] = s
+        if ga.solver.strategy == "block":
+            assert ga.solver.storage_size <= 36 * (24 + 2 * 2 * 24)  # diagonal + coupling and fill blocks
+            assert ga.can_advance
+    assert set(out) == {"block", "dense"}
+    assert np.abs(out["block"].v).max() > 1e-3  # it moves
+    assert np.allclose(out["block"].r, out["dense"].r, rtol=0, atol=1e-12)
+    assert np.allclose(out["block"].q, out["dense"].q, rtol=0, atol=1e-12)
+    assert np.allclose(out["block"].w, out["dense"].w, rtol=0, atol=1e-10)
