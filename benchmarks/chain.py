@@ -161,6 +161,7 @@ def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> 
     a call from Python would add the unboxing of its 35 arguments)."""
     from numba import njit
 
+    from mbsim.diagnostics import FRAME_BUFFER_KEYS, frame_buffers
     from mbsim.integrators import GeneralizedAlpha
     from mbsim.kernels import stepper
     from mbsim.model.model import Model
@@ -175,9 +176,9 @@ def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> 
     sc = scenario_from_dict(chain_dict(n, 10, closed))
     model = Model(sc)
     s = GeneralizedAlpha(model, sc.integrator).initial_state()
-    C = model.n_connectors
-    args = (s.r, s.q, s.v, s.w, model.mass, model.inertia, model.gravity, *stepper.element_arguments(model),
-            np.empty((C, 3)), np.empty((C, 3)), np.empty(C), np.empty(9))
+    buffers = frame_buffers(model.n_bodies, model.n_connectors, 1)
+    args = (s.r, s.q, s.v, s.w, s.a, s.al, np.zeros(2), model.mass, model.inertia, model.gravity,
+            *stepper.element_arguments(model), model.order.astype(np.int64), *(buffers[k] for k in FRAME_BUFFER_KEYS))
     repeat(1, *args)
     reps = 1
     while True:

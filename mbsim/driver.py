@@ -20,10 +20,9 @@ from typing import Callable, Optional
 import numpy as np
 
 from . import resources
-from .diagnostics import frame_quantities
+from .diagnostics import frame_buffers, frame_quantities, frames_from_buffers
 from .energy import energy_drift
 from .integrators import INTEGRATORS
-from .integrators.generalized_alpha import FRAME_BUFFER_KEYS, frame_buffers
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -363,13 +362,7 @@ class _Loop:
         """Hand ``m`` frames from the frame buffers to the writer (and to what is kept)."""
         t0 = time.perf_counter()
         try:
-            b = self._fbuf
-            sc = b["scalars"][:m]
-            fr = {"time": times}
-            fr.update({k: b[k][:m] for k in FRAME_BUFFER_KEYS if k != "scalars"})
-            fr.update({"energy/kinetic": sc[:, 0], "energy/potential": sc[:, 1], "energy/dissipated": sc[:, 2],
-                       "energy/external_work": sc[:, 3], "momentum/linear": sc[:, 4:7],
-                       "momentum/angular": sc[:, 7:10]})
+            fr = frames_from_buffers(self._fbuf, m, times)
             steps = np.full(m, dt)
             if self.writer is not None:
                 self.writer.append_block(fr, iterations, rnorms, steps)

@@ -67,7 +67,8 @@ from typing import Optional
 import numpy as np
 
 from ..assembly import Assembler
-from ..linalg import LinearSolver, SingularMatrix
+from ..diagnostics import FRAME_BUFFER_KEYS, frame_buffers
+from ..linalg import LinearSolver
 from ..model.kinematics import Kinematics
 from ..model.model import Model
 from ..model.rotations import (cay, cay_compose, cayvec_quat, cross, matvec, quat_conj, quat_mul, quat_to_matrix,
@@ -96,21 +97,6 @@ SLOW_STEP = 3
 # fraction of the one before; a slower contraction means the tangent has
 # drifted too far, and it is recomputed at the current iterate.
 CONTRACTION_LIMIT = 0.05
-
-# The frame buffers of :meth:`GeneralizedAlpha.advance_frames`, in the compiled kernel's argument
-# order: OUTPUT.md datasets (scenario body and connector order), then "scalars" = per frame
-# [kinetic, potential, dissipated, external work, linear momentum (3), angular momentum (3)].
-FRAME_BUFFER_KEYS = ("bodies/position", "bodies/orientation", "bodies/velocity", "bodies/angular_velocity",
-                     "bodies/acceleration", "bodies/angular_acceleration", "connectors/force", "connectors/moment",
-                     "connectors/length", "scalars")
-
-
-def frame_buffers(n_bodies: int, n_connectors: int, capacity: int) -> dict:
-    """Empty frame buffers for ``capacity`` frames (see :data:`FRAME_BUFFER_KEYS`)."""
-    B, C, K = n_bodies, n_connectors, capacity
-    shapes = {"bodies/orientation": (K, B, 4), "connectors/force": (K, C, 3), "connectors/moment": (K, C, 3),
-              "connectors/length": (K, C), "scalars": (K, 10)}
-    return {k: np.empty(shapes.get(k, (K, B, 3))) for k in FRAME_BUFFER_KEYS}
 
 
 @dataclass(frozen=True)

@@ -417,26 +417,39 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             prev_dt[0] = 0.0
             status[1] = 1
             return f
-        _frame_into(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index,
-                    f_force[f], f_moment[f], f_length[f], out, Rn, el_res, el_out, K1, dummy, nopos, nodata, scr)
-        if not _finite1(out):
+        if not _frame_row(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, el_data, el_index,
+                          scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, f,
+                          out, Rn, el_res, el_out, K1, dummy, nopos, nodata, scr):
             status[0] = spf
             status[1] = 2
             return f
-        for j in range(scenario_order.shape[0]):
-            i = scenario_order[j]
-            for c in range(3):
-                f_r[f, j, c] = r[i, c]; f_v[f, j, c] = v[i, c]; f_w[f, j, c] = w[i, c]
-                f_a[f, j, c] = a[i, c]; f_al[f, j, c] = al[i, c]
-            for c in range(4):
-                f_q[f, j, c] = q[i, c]
-        f_scalars[f, 0] = out[0]
-        f_scalars[f, 1] = out[1]
-        f_scalars[f, 2] = energy[0]
-        f_scalars[f, 3] = energy[1]
-        for c in range(6):
-            f_scalars[f, 4 + c] = out[2 + c]
     return nframes
+
+
+@njit(cache=True)
+def _frame_row(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, el_data, el_index, scenario_order,
+               f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, f,
+               out, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
+    """Row ``f`` of the frame buffers (mbsim.diagnostics.FRAME_BUFFER_KEYS: OUTPUT.md's per-frame
+    datasets in scenario order, ``scenario_order[j]`` the internal index of scenario body j) from the
+    state; returns False if the element actions, energies or momenta are not finite (the row is
+    written all the same).  ``energy`` = [dissipated, external work, …]; ``out`` (9,), ``R`` (n, 3, 3): work."""
+    _frame_into(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index,
+                f_force[f], f_moment[f], f_length[f], out, R, el_res, el_out, K1, dummy, nopos, nodata, scr)
+    for j in range(scenario_order.shape[0]):
+        i = scenario_order[j]
+        for c in range(3):
+            f_r[f, j, c] = r[i, c]; f_v[f, j, c] = v[i, c]; f_w[f, j, c] = w[i, c]
+            f_a[f, j, c] = a[i, c]; f_al[f, j, c] = al[i, c]
+        for c in range(4):
+            f_q[f, j, c] = q[i, c]
+    f_scalars[f, 0] = out[0]
+    f_scalars[f, 1] = out[1]
+    f_scalars[f, 2] = energy[0]
+    f_scalars[f, 3] = energy[1]
+    for c in range(6):
+        f_scalars[f, 4 + c] = out[2 + c]
+    return _finite1(out)
 
 
 @njit(cache=True)
@@ -483,17 +496,14 @@ def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, R, du, wor
 
 
 @njit(cache=True)
-def frame(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_arm, el_stiff, el_dofs, el_pos,
-          force, moment, length, out):
-    """Element actions (scenario order), energies and momenta of one state, as
-    :func:`mbsim.diagnostics.frame_quantities` returns them.
-
-    ``out`` = [kinetic, potential, p_x, p_y, p_z, H_x, H_y, H_z, Σ forces + Σ moments]
-    (the last only to tell cheaply whether everything is finite).
-    """
+def frame(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_arm, el_stiff,
+          el_dofs, el_pos, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars):
+    """Row 0 of the frame buffers from one state (:func:`_frame_row`, the compiled loop's own frame
+    code); False if its element actions, energies or momenta are not finite."""
     el_res, el_out, K1, dummy, nopos, nodata, scr = _work(el_body.shape[0])
-    _frame_into(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index, force, moment, length, out,
-                np.empty((r.shape[0], 3, 3)), el_res, el_out, K1, dummy, nopos, nodata, scr)
+    return _frame_row(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, el_data, el_index,
+                      scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, 0,
+                      np.empty(9), np.empty((r.shape[0], 3, 3)), el_res, el_out, K1, dummy, nopos, nodata, scr)
 
 
 @njit(cache=True)
