@@ -43,7 +43,7 @@ from .spec import (
     TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec,
     IntegratorSpec, LoadSpec, OutputSpec, Ramp, Scenario, Sine, Table, TimeSpec, frozen_array,
 )
-from .yamlnodes import TOP, Map, Reader, compose, describe, join, kind, line_of, norm, suggest
+from .yamlnodes import TOP, Map, Reader, compose, describe, join, kind, line_of, nodes_of, norm, suggest
 
 __all__ = ["load_scenario", "parse_scenario", "scenario_from_dict"]
 
@@ -107,10 +107,13 @@ def parse_scenario(text: str, source: Optional[str] = None) -> Scenario:
 def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
     """Validate a scenario given as a Python mapping (the YAML file's contents).
 
-    The mapping is written as YAML text (:func:`to_yaml`) and parsed, so
-    exactly the file rules apply and line numbers in problems refer to
-    ``Scenario.text``.  Tuples, numpy arrays and numpy scalars are turned
-    into lists and numbers first.
+    The mapping is written as YAML text (:func:`to_yaml`, kept as
+    ``Scenario.text``) and validated as that text would be, by exactly the
+    file rules, with line numbers in problems that refer to it -- but from
+    the node graph built straight from the mapping
+    (:func:`mbsim.scenario.yamlnodes.nodes_of`), not by parsing the text
+    again.  Tuples, numpy arrays and numpy scalars are turned into lists
+    and numbers first.
 
     Parameters
     ----------
@@ -121,10 +124,18 @@ def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
     """
     try:
         with _gc_paused():
-            text = to_yaml(_plain(data))
+            plain = _plain(data)
+            text = to_yaml(plain)
     except (yaml.YAMLError, RecursionError, TypeError, ValueError) as e:
         raise ScenarioError([Problem("<data>", None, f"cannot be written as YAML: {e}")]) from None
-    return _parse(text, None, name or "scenario")
+    if not isinstance(plain, dict) or not plain or yaml.reader.Reader.NON_PRINTABLE.search(text):
+        return _parse(text, None, name or "scenario")  # what the YAML reader says of such text
+    with _gc_paused():
+        try:
+            root = nodes_of(plain, _flow)
+        except RecursionError:
+            return _parse(text, None, name or "scenario")
+        return _validate(root, text, None, name or "scenario")
 
 
 def to_yaml(data) -> str:
@@ -137,9 +148,7 @@ def to_yaml(data) -> str:
     if not isinstance(data, dict):
         return yaml.safe_dump(data, sort_keys=False, allow_unicode=True)
 
-    def flow(v):
-        return json.dumps(v, ensure_ascii=False, allow_nan=True)
-
+    flow = _flow
     lines = []
     for key, value in data.items():
         k = flow(str(key)) if not isinstance(key, str) or not key.isidentifier() else key
@@ -153,6 +162,11 @@ def to_yaml(data) -> str:
         else:
             lines.append(f"{k}: {flow(value)}")
     return "\n".join(lines) + "\n"
+
+
+def _flow(v) -> str:
+    """A value as one line of JSON, which YAML reads as flow style."""
+    return json.dumps(v, ensure_ascii=False, allow_nan=True)
 
 
 def _decode(raw: bytes, source: Optional[str]) -> str:
@@ -207,6 +221,10 @@ def _parse_unpaused(text: str, source: Optional[str], default_name: str) -> Scen
     root, problems = compose(text)
     if root is None:
         raise ScenarioError(problems, source)
+    return _validate(root, text, source, default_name)
+
+
+def _validate(root, text: str, source: Optional[str], default_name: str) -> Scenario:
     r = Reader()
     scenario = _scenario(r, root, default_name, text, source)
     if r.problems:

@@ -439,3 +439,71 @@ def norm(v: np.ndarray) -> float:
     """Euclidean norm that neither overflows nor underflows for finite input."""
     scale = float(np.max(np.abs(v)))
     return 0.0 if scale == 0.0 else scale * float(np.sqrt(np.sum((v / scale) ** 2)))
+
+
+# --------------------------------------------------------------------------
+# a Python mapping as the node graph of its YAML text, without parsing it
+# --------------------------------------------------------------------------
+_STR, _SEQ, _MAP = _CORE + "str", _CORE + "seq", _CORE + "map"
+
+
+def nodes_of(data: dict, flow: Callable[[object], str]) -> MappingNode:
+    """The node graph that composing :func:`mbsim.scenario.loader.to_yaml`'s text of ``data`` gives
+    (libyaml's composer, untyped scalars), built directly: the same kinds, values and line numbers,
+    so the loader validates a Python mapping exactly as the text, without writing and re-reading
+    it.  ``data`` holds plain Python values (dict, list, str, numbers, bool, None); ``flow`` is
+    the JSON writer ``to_yaml`` uses for every value and non-identifier key."""
+    marks: dict = {}
+
+    def mark(line):
+        m = marks.get(line)
+        if m is None:
+            m = marks[line] = yaml.Mark("<data>", 0, line, 0, None, None)
+        return m
+
+    def key(k, m, plain):
+        if plain and isinstance(k, str) and k.isidentifier():
+            return ScalarNode(_STR, k, m, m, "")
+        if not plain and not isinstance(k, str):  # inside JSON: the key as JSON writes it (True -> "true")
+            k = flow(k)
+        return ScalarNode(_STR, str(k), m, m, '"')
+
+    def value(v, m):
+        t = type(v)
+        if t is float:  # as JSON writes it (the most frequent case first)
+            text = float.__repr__(v) if v - v == 0.0 else ("NaN" if v != v else "Infinity" if v > 0 else "-Infinity")
+            return ScalarNode(_STR, text, m, m, "")
+        if t is str:
+            return ScalarNode(_STR, v, m, m, '"')
+        if t is dict:
+            return MappingNode(_MAP, [(key(k, m, False), value(x, m)) for k, x in v.items()], m, m, True)
+        if t is list or t is tuple:
+            return SequenceNode(_SEQ, [value(x, m) for x in v], m, m, True)
+        if isinstance(v, dict):
+            return MappingNode(_MAP, [(key(k, m, False), value(x, m)) for k, x in v.items()], m, m, True)
+        if isinstance(v, (list, tuple)):
+            return SequenceNode(_SEQ, [value(x, m) for x in v], m, m, True)
+        if isinstance(v, str):
+            return ScalarNode(_STR, v, m, m, '"')
+        return ScalarNode(_STR, flow(v), m, m, "")  # ints, booleans, null and the rest as JSON writes them
+
+    pairs, line = [], 0
+    for k, v in data.items():
+        m = mark(line)
+        if isinstance(v, list) and v and all(isinstance(x, dict) for x in v):
+            items = []
+            for x in v:
+                line += 1
+                items.append(value(x, mark(line)))
+            pairs.append((key(k, m, True), SequenceNode(_SEQ, items, mark(line - len(v) + 1), mark(line), False)))
+        elif isinstance(v, dict) and v:
+            inner = []
+            for k2, x in v.items():
+                line += 1
+                inner.append((key(k2, mark(line), True), value(x, mark(line))))
+            pairs.append((key(k, m, True), MappingNode(_MAP, inner, mark(line - len(v) + 1), mark(line), False)))
+        else:
+            pairs.append((key(k, m, True), value(v, m)))
+        line += 1
+    top = mark(0)
+    return MappingNode(_MAP, pairs, top, mark(line), False)

@@ -773,3 +773,72 @@ def test_c_and_python_yaml_parsers_agree(text, monkeypatch):
     fast = _problems_with(text, True, monkeypatch)
     slow = _problems_with(text, False, monkeypatch)
     assert fast == slow
+
+
+# ---------------------------------------------------------------------------
+# a dict is validated from its node graph, exactly as its YAML text would be
+# ---------------------------------------------------------------------------
+def _same(a, b, where="scenario"):
+    """Recursive equality of specs (dataclasses, arrays, tuples, time functions)."""
+    import dataclasses
+    if dataclasses.is_dataclass(a):
+        assert type(a) is type(b), where
+        for f in dataclasses.fields(a):
+            _same(getattr(a, f.name), getattr(b, f.name), f"{where}.{f.name}")
+    elif isinstance(a, np.ndarray):
+        assert np.array_equal(a, b, equal_nan=True), where
+    elif isinstance(a, (list, tuple)):
+        assert len(a) == len(b), where
+        for i, (x, y) in enumerate(zip(a, b)):
+            _same(x, y, f"{where}[{i}]")
+    elif isinstance(a, dict):
+        assert a.keys() == b.keys(), where
+        for k in a:
+            _same(a[k], b[k], f"{where}.{k}")
+    elif isinstance(a, float) and math.isnan(a):
+        assert isinstance(b, float) and math.isnan(b), where
+    else:
+        assert a == b, where
+
+
+def _outcome(fn, data):
+    try:
+        return fn(data), None
+    except ScenarioError as exc:
+        return None, [(p.path, p.line, p.message) for p in exc.problems]
+
+
+EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "scenarios"
+
+
+def _dict_variants():
+    base = yaml.safe_load((EXAMPLES / "pendulum.yaml").read_text())
+    out = [yaml.safe_load(p.read_text()) for p in sorted(EXAMPLES.glob("*.yaml"))]
+    bad = [
+        {"bodies": "x"}, {"connectors": [{"type": "sping"}]}, {"time": {"end": "1", "step": None}},
+        {"gravity": [0, 0, float("nan")]}, {"gravity": [0, 0, float("inf")]}, {1: 2}, {"mbsim": True},
+        {"time": {"end": 1.0, "step": 0.001, "adaptive": "yes"}}, {"integrator": {"newton": {"rtol": -1}}},
+        {"bodies": [{"name": True, "mass": 1, "inertia": [1, 1, 1]}]}, {"output": {"interval": 0.0015}},
+        {"bodies": [{"name": "a", "mass": 1, "inertia": [1, 1, 1], "velocity": [1, 2]}, {"name": "a"}]},
+        {"connectors": [{"name": "k", "type": "spring", "bodies": ["world", "nothing"], "points": [[0, 0, 0]],
+                         "stiffness": "stiff", "extra": {None: 1, True: 2, 1.5: 3}}]},
+        {"loads": [{"type": "force", "body": "b", "vector": [1, 2, 3], "scale": {"sine": {"amplitude": 1}}}]},
+        {"name": "", "description": 5, "not a key": 1, "2": 3},
+    ]
+    for patch in bad:
+        d = dict(base)
+        d.update(patch)
+        out.append(d)
+    return out
+
+
+@pytest.mark.parametrize("data", _dict_variants(), ids=lambda d: str(d.get("name", "?"))[:20])
+def test_a_dict_is_judged_exactly_as_its_yaml_text(data):
+    """scenario_from_dict builds the node graph of to_yaml's text straight from the dict: the same
+    scenario, or the same problems with the same paths and lines, as parsing that text."""
+    from mbsim.scenario.loader import to_yaml, _plain
+    direct, direct_problems = _outcome(scenario_from_dict, data)
+    parsed, parsed_problems = _outcome(lambda d: parse_scenario(to_yaml(_plain(d))), data)
+    assert direct_problems == parsed_problems
+    if direct is not None:
+        _same(direct, parsed)
