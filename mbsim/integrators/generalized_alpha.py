@@ -346,7 +346,7 @@ class GeneralizedAlpha:
         integrator's counters, timings and factorization are put back as they
         were, so the run that follows is unchanged.
         """
-        lu_state = self._fused["lu_state"].copy() if self._fused is not None else None
+        kept = None if self._fused is None else {k: self._fused[k].copy() for k in ("lu_state", "lu_data", "lu_piv")}
         saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, dict(self.timing))
         try:
             with np.errstate(all="ignore"):
@@ -357,8 +357,11 @@ class GeneralizedAlpha:
                                         frame_buffers(self.model.n_bodies, self.model.n_connectors, 1))
         finally:
             (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, timing) = saved
-            if self._fused is not None:
-                self._fused["lu_state"][:] = lu_state if lu_state is not None else 0.0
+            if kept is not None:  # the factorization in use, as it was
+                for k, v in kept.items():
+                    self._fused[k][:] = v
+            elif self._fused is not None:
+                self._fused["lu_state"][:] = 0.0
             self.timing.clear()
             self.timing.update(timing)
 

@@ -9,15 +9,18 @@ slowly, with the same results.
 
 numba's on-disk cache checks only the source file of each function, while a
 compiled function embeds the code of everything it calls: after an edit of
-an element law the cached step loop would still run the old law.  So the
-cache files next to the compiled sources (``mbsim/kernels``, ``mbsim/elements``)
-are dropped whenever any of those sources changed (:func:`_drop_stale_cache`),
-before the first compilation of a process.
+an element law the cached step loop would still run the old law.  So every
+mbsim kernel's cache entry is stamped with a digest of *all* the compiled
+sources (``mbsim/kernels``, ``mbsim/elements``) as this process imported them
+(:class:`_Stamped`, a numba cache locator): an edit anywhere invalidates every
+entry, wherever numba keeps its cache (next to the sources, ``NUMBA_CACHE_DIR``,
+the user's cache directory).
 """
 from __future__ import annotations
 
 import hashlib
 import importlib.util
+import sys
 from pathlib import Path
 from typing import Callable
 
@@ -77,6 +80,7 @@ def _prepare() -> None:
     _ready = True
     if not NUMBA:  # pragma: no cover
         return
+    from numba.core import caching
     from numba.core.typing.typeof import typeof
     from numba.extending import typeof_impl
 
@@ -84,30 +88,65 @@ def _prepare() -> None:
     def _typeof_kernel(val, c):
         return typeof(val.dispatcher, c.purpose)
 
-    _drop_stale_cache()
+    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    if not any(c is _StampedLocator for c in impl._locator_classes):
+        impl._locator_classes = [_StampedLocator, *impl._locator_classes]
     for register in _ON_NUMBA:
         register()
 
 
-def _drop_stale_cache() -> None:
-    """Remove numba's cache files of mbsim when the compiled sources differ from those that made them."""
-    files = sorted(p for d in _COMPILED_SOURCES for p in d.glob("*.py"))
+def _sources_digest() -> str:
+    """Digest of every compiled source of mbsim, as read now."""
     digest = hashlib.blake2b(digest_size=16)
-    for p in files:
+    for p in sorted(p for d in _COMPILED_SOURCES for p in d.glob("*.py")):
         digest.update(p.name.encode())
         digest.update(p.read_bytes())
-    stamp = digest.hexdigest()
-    marker = _COMPILED_SOURCES[0] / "__pycache__" / "mbsim-sources.stamp"
-    try:
-        if marker.exists() and marker.read_text() == stamp:
-            return
-        for d in _COMPILED_SOURCES:
-            for p in (d / "__pycache__").glob("*.nb[ic]"):
-                p.unlink()
-        marker.parent.mkdir(exist_ok=True)
-        marker.write_text(stamp)
-    except OSError:  # a read-only installation: numba keeps its cache elsewhere, keyed by install time
-        pass
+    return digest.hexdigest()
+
+
+_SOURCES = _sources_digest()  # at import: the sources this process runs, even if they change later
+_OURS = tuple(str(d.resolve()) for d in _COMPILED_SOURCES)
+
+
+class _Stamped:
+    """The cache locator numba would use for an mbsim kernel, with :data:`_SOURCES` in its stamp."""
+
+    def __init__(self, locator):
+        self._locator = locator
+
+    def ensure_cache_path(self):
+        return self._locator.ensure_cache_path()
+
+    def get_cache_path(self):
+        return self._locator.get_cache_path()
+
+    def get_disambiguator(self):
+        return self._locator.get_disambiguator()
+
+    def get_source_stamp(self):
+        return (self._locator.get_source_stamp(), _SOURCES)
+
+
+class _StampedLocator:
+    """First in numba's list of cache locators: takes the functions of mbsim's compiled sources."""
+
+    @classmethod
+    def from_function(cls, py_func, py_file):
+        from numba.core import caching
+        try:
+            resolved = str(Path(py_file).resolve())
+        except (OSError, TypeError):
+            return None
+        if not resolved.startswith(_OURS):
+            return None
+        impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+        for other in impl._locator_classes:
+            if other is cls:
+                continue
+            locator = other.from_function(py_func, py_file)
+            if locator is not None:
+                return _Stamped(locator)
+        return None
 
 
 def njit(*args, **kwargs):
@@ -123,3 +162,7 @@ def njit(*args, **kwargs):
     if args and callable(args[0]):
         return Kernel(args[0], kwargs)
     return lambda f: Kernel(f, kwargs)
+
+
+if "numba" in sys.modules:  # numba already in use: mbsim's kernels can be referenced from any jitted code
+    _prepare()

@@ -456,8 +456,10 @@ def _frame_row(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, 
 def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym, lu_state, dt,
                 R, du, tree_work, counters):
     """du ← K⁻¹R with the factorization in ``lu_data``, factorizing the tangent ``data`` first if
-    ``fresh``.  Returns −1; or, when the tangent is singular, the moving body whose pivot block is
-    singular (0 where the dense LU cannot tell); −2 when du is not finite."""
+    ``fresh``.  Returns −1; or, when the tangent is singular, the moving body (internal index) whose
+    pivot block is singular -- for the dense LU the body of the zero pivot's column, a guess: with row
+    pivoting the dependency may involve earlier bodies; for the block LU the block, a body while every
+    block is one body's 6 unknowns; −2 when du is not finite."""
     if fresh:
         counters[1] += 1
         bad = _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym)

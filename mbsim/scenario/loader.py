@@ -33,6 +33,7 @@ import gc
 import json
 import math
 import os
+import re
 from typing import Optional
 
 import numpy as np
@@ -128,12 +129,13 @@ def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
             text = to_yaml(plain)
     except (yaml.YAMLError, RecursionError, TypeError, ValueError) as e:
         raise ScenarioError([Problem("<data>", None, f"cannot be written as YAML: {e}")]) from None
-    if not isinstance(plain, dict) or not plain or yaml.reader.Reader.NON_PRINTABLE.search(text):
+    if (not isinstance(plain, dict) or not plain or yaml.reader.Reader.NON_PRINTABLE.search(text)
+            or _YAML_BREAKS.search(text)):
         return _parse(text, None, name or "scenario")  # what the YAML reader says of such text
     with _gc_paused():
         try:
             root = nodes_of(plain, _flow)
-        except RecursionError:
+        except (RecursionError, ValueError):  # too deep, or a key YAML cannot hold: as the parser says
             return _parse(text, None, name or "scenario")
         return _validate(root, text, None, name or "scenario")
 
@@ -162,6 +164,10 @@ def to_yaml(data) -> str:
         else:
             lines.append(f"{k}: {flow(value)}")
     return "\n".join(lines) + "\n"
+
+
+# Characters JSON leaves as they are and YAML reads as line breaks (NEL, LS, PS).
+_YAML_BREAKS = re.compile("[\x85\u2028\u2029]")
 
 
 def _flow(v) -> str:

@@ -462,6 +462,8 @@ def nodes_of(data: dict, flow: Callable[[object], str]) -> MappingNode:
         return m
 
     def key(k, m, plain):
+        if len(str(k)) > 1024:  # longer than a YAML simple key may be: the parser's error, not ours
+            raise ValueError("key too long for YAML")
         if plain and isinstance(k, str) and k.isidentifier():
             return ScalarNode(_STR, k, m, m, "")
         if not plain and not isinstance(k, str):  # inside JSON: the key as JSON writes it (True -> "true")

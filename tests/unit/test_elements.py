@@ -93,3 +93,41 @@ def test_the_same_source_runs_uncompiled(tmp_path):
     for key, value in compiled.items():
         scale = np.abs(np.nan_to_num(value, nan=0.0)).max(initial=1.0)
         assert np.allclose(plain[key], value, rtol=1e-12, atol=1e-12 * scale, equal_nan=True), key
+
+
+PROBE = r"""
+import numpy as np
+from mbsim.elements.spring import Spring
+from mbsim.kernels.connectors import SCRATCH
+R = np.tile(np.eye(3), (2, 1, 1)); r = np.array([[0., 0, 0], [1., 0, 0]])
+p = np.zeros((1, 8)); p[0, 6] = 5.0  # arms 0, k = 5, L0 = 0: f = k (x_B - x_A) = (5, 0, 0)
+res, K, out = np.zeros((1, 12)), np.zeros((1, 12, 12)), np.zeros((1, 9))
+Spring.law(0, 1, np.array([[0, 1]]), p, 1.0, 0.0, 0, r, r, R, R, r, r, r, r, R, R, res, K, out,
+           np.zeros((0, 144), np.int32), np.zeros(0), np.empty(SCRATCH))
+print(res[0, 0], sum(Spring.law.dispatcher.stats.cache_hits.values()))
+"""
+
+
+def test_an_edit_of_a_shared_helper_recompiles_the_laws_that_call_it(tmp_path):
+    """numba checks only each function's own file; mbsim stamps every cache entry with a digest of all
+    its compiled sources, so an edit of kernels/connectors.py (not of spring.py) must reach the cached
+    spring law -- also with NUMBA_CACHE_DIR, where numba keeps the cache away from the sources."""
+    import shutil
+    copy = tmp_path / "src"
+    shutil.copytree(ROOT / "mbsim", copy / "mbsim", ignore=shutil.ignore_patterns("__pycache__"))
+    env = {**os.environ, "PYTHONPATH": str(copy), "NUMBA_CACHE_DIR": str(tmp_path / "cache")}
+
+    def probe():
+        done = subprocess.run([sys.executable, "-c", PROBE], cwd=copy, env=env, capture_output=True, text=True,
+                              timeout=300)
+        assert done.returncode == 0, done.stderr[-2000:]
+        value, hits = done.stdout.split()
+        return float(value), int(hits)
+
+    assert probe() == (5.0, 0)
+    assert probe() == (5.0, 1)  # from the cache
+    helpers = copy / "mbsim" / "kernels" / "connectors.py"
+    text = helpers.read_text()
+    assert text.count("        res[e, i] = f[i]\n") == 1
+    helpers.write_text(text.replace("        res[e, i] = f[i]\n", "        res[e, i] = 2.0 * f[i]\n"))
+    assert probe() == (10.0, 0)  # recompiled with the edited helper

@@ -824,6 +824,8 @@ def _dict_variants():
                          "stiffness": "stiff", "extra": {None: 1, True: 2, 1.5: 3}}]},
         {"loads": [{"type": "force", "body": "b", "vector": [1, 2, 3], "scale": {"sine": {"amplitude": 1}}}]},
         {"name": "", "description": 5, "not a key": 1, "2": 3},
+        {"name": "n\x85m", "description": "a\u2028b"},  # YAML line breaks that JSON leaves alone
+        {"k" * 1100: 1},  # longer than a YAML key may be
     ]
     for patch in bad:
         d = dict(base)
