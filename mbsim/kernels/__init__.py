@@ -114,6 +114,9 @@ class _Stamped:
     def __init__(self, locator):
         self._locator = locator
 
+    def __getattr__(self, name):  # what numba reads of its own locators (_py_file, _lineno, ...)
+        return getattr(self._locator, name)
+
     def ensure_cache_path(self):
         return self._locator.ensure_cache_path()
 

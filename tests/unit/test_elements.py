@@ -131,3 +131,23 @@ def test_an_edit_of_a_shared_helper_recompiles_the_laws_that_call_it(tmp_path):
     assert text.count("        res[e, i] = f[i]\n") == 1
     helpers.write_text(text.replace("        res[e, i] = f[i]\n", "        res[e, i] = 2.0 * f[i]\n"))
     assert probe() == (10.0, 0)  # recompiled with the edited helper
+
+
+def test_the_stamped_cache_locator_is_numbas_own_with_the_sources_digest():
+    """The locator mbsim puts first in numba's list answers for mbsim's compiled sources only, and
+    behaves as the locator numba would have chosen (numba reads private attributes such as
+    ``_py_file`` when it declines to cache a function), with the digest added to the stamp."""
+    import inspect
+
+    import mbsim.kernels as mk
+    from mbsim.elements import spring
+    spring.law.dispatcher  # numba imported, the locator installed
+    py_func = spring.law.py_func
+    loc = mk._StampedLocator.from_function(py_func, inspect.getfile(py_func))
+    assert loc is not None and loc._py_file == inspect.getfile(py_func)
+    assert loc.get_source_stamp()[1] == mk._SOURCES
+    assert mk._StampedLocator.from_function(_outside, __file__) is None
+
+
+def _outside():
+    """Not in mbsim's compiled sources: the stamped locator leaves it to numba."""
