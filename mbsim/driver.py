@@ -311,6 +311,7 @@ class _Loop:
                 step_schedule(sc.time.end, sc.time.step, sc.output.interval)[2]
             try:
                 self.integ.warm_up(s, sc.time.step, every)
+                frame_quantities(self.model, s)  # the frame kernel too: frame 0 is written in the timed loop
             except Exception:  # noqa: BLE001 - the time loop meets (and reports) the same trouble
                 pass
         finally:
