@@ -64,8 +64,3 @@ class Kinematics:
         """Kinematics of a generalized-α iterate; forms Ω = gT − ω̂'."""
         return cls(alpha_f=alpha_f, R1=R1, Rn=Rn, r1=r1, rn=rn, v1=v1, vn=vn, w1=w1, wn=wn,
                    g=g, T=T, Omega=g * T - skew(w1))
-
-    def interp(self, x1: np.ndarray, xn: np.ndarray) -> np.ndarray:
-        """``α_f x1 + (1−α_f) xn`` (THEORY §2)."""
-        a = self.alpha_f
-        return x1 if a == 1.0 else a * x1 + (1.0 - a) * xn
