@@ -1,14 +1,13 @@
 """The one place that decides how the Newton system ``K Δu = R`` is solved.
 
 Three strategies, chosen once per model from its coupling graph and size, all
-compiled (the Python step calls them too; the dense one through LAPACK):
+compiled:
 
 - **tree** — the moving bodies joined by connectors form a forest (a chain,
   a rope, a tree; any number of bodies): block LU without fill in O(N)
   (:mod:`mbsim.kernels.tree`, compiled).
 - **dense** — other small systems (≤ DENSE_MAX_DOFS unknowns): LU with
-  partial pivoting (LAPACK in the Python step, :mod:`mbsim.kernels.dense`
-  in the compiled step loop).
+  partial pivoting (:mod:`mbsim.kernels.dense`).
 - **block** — other large systems (closed chains, rings, loops): block
   sparse LU (:mod:`mbsim.kernels.blocklu`, compiled) with a minimum-degree
   ordering and symbolic structure computed once per model; the pivoting of
@@ -22,8 +21,6 @@ it.
 from __future__ import annotations
 
 import numpy as np
-
-# scipy (~0.25 s to import) is imported by the Python step of the dense strategy only.
 
 # Up to this many unknowns a dense LU (partial pivoting over all rows, the most robust choice) is used;
 # above, the block sparse LU (measured with benchmarks/chain.py when SuperLU was the alternative:
@@ -129,16 +126,11 @@ class LinearSolver:
                 blocklu.solve_into(data, self.sym, piv, np.ascontiguousarray(rhs, dtype=float), np.empty(n), x)
                 return x
             return solve
-        import scipy.linalg
-        try:
-            A = np.zeros(n * n)
-            A[self._flat] = data
-            lu = scipy.linalg.lu_factor(A.reshape(n, n), check_finite=False)
-        except (np.linalg.LinAlgError, ValueError) as exc:
-            raise SingularMatrix(str(exc)) from exc
-        if np.any(np.diag(lu[0]) == 0.0):
+        from .kernels import dense  # the compiled step loop's own LU
+        lu, piv = np.empty(n * n), np.zeros(n, dtype=np.int64)
+        if dense.factorize(np.ascontiguousarray(data, dtype=float), self._flat, n, lu, piv) >= 0:
             raise SingularMatrix("zero pivot in dense LU")
-        return lambda rhs: scipy.linalg.lu_solve(lu, rhs, check_finite=False)
+        return lambda rhs: dense.solve(lu, n, piv, np.ascontiguousarray(rhs, dtype=float))
 
     def solve(self, data: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """Solve ``K x = rhs`` with K given in this solver's storage; raise SingularMatrix on failure."""

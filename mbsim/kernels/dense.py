@@ -1,8 +1,8 @@
-"""Dense LU with partial pivoting for the compiled step loop (small systems that are not a forest).
+"""Dense LU with partial pivoting (small systems that are not a forest), for the compiled step loop
+and :class:`mbsim.linalg.LinearSolver`.
 
-The Python-driven step uses LAPACK (:mod:`mbsim.linalg`); numba cannot call
-``getrf`` directly, and for the ≤ 120 unknowns of the dense strategy a
-plain compiled LU costs less than a call into SciPy.  Same algorithm as
+numba cannot call LAPACK's ``getrf`` directly, and for the ≤ 120 unknowns of
+the dense strategy a plain compiled LU costs less than a call into SciPy.  Same algorithm as
 ``getrf`` (row pivoting on the largest entry of the column), so results
 agree with LAPACK's to round-off.
 """
