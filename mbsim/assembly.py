@@ -7,8 +7,10 @@ in the CSC data array.  An iteration then only runs ``np.bincount`` over
 precomputed positions — no COO→CSR conversion, no Python loop over bodies or
 elements.
 
-Local order per connector is ``[Δr_A, Δθ_A, Δr_B, Δθ_B]``; a fixed body's
-entries are dropped.  Per moving body the unknowns are ``[Δr, Δθ]``.
+Local order per element instance is ``[Δr_A, Δθ_A, Δr_B, Δθ_B]`` and then its
+own unknowns (:mod:`mbsim.elements.base`); a fixed body's entries are dropped.
+Per moving body the unknowns are ``[Δr, Δθ]``; the elements' own unknowns
+follow those of all moving bodies.
 """
 from __future__ import annotations
 
@@ -18,16 +20,80 @@ from .model.model import Model
 
 
 def element_dofs(model: Model) -> np.ndarray:
-    """Global unknown of each local entry of every element instance, ``(n, 12)``; −1 for a fixed
-    body's entries."""
+    """Global unknown of each local entry of every element instance, ``(n, W)`` (W =
+    ``model.elements.width``); −1 for a fixed body's entries and past an instance's own unknowns."""
     nm = model.n_moving
     el = model.elements
-    out = np.empty((el.n, 12), dtype=np.int64)
+    out = np.full((el.n, el.width), -1, dtype=np.int64)
     for side, body in enumerate((el.body[:, 0], el.body[:, 1])):
         base = np.where(body < nm, 6 * body, -1)
         for j in range(6):
             out[:, 6 * side + j] = np.where(base >= 0, base + j, -1)
+    e = el.unknown_element  # own unknown u of instance e is global unknown 6·nm + u
+    local = np.arange(el.n_unknowns) - el.first[e]
+    out[e, 12 + local] = 6 * nm + np.arange(el.n_unknowns)
     return out
+
+
+def unknown_blocks(model: Model) -> tuple[np.ndarray, list]:
+    """The diagonal block of every unknown for the block LU, and the blocks to eliminate last.
+
+    A moving body's 6 unknowns are a block, together with the own unknowns of the element that
+    joins it to its parent (a joint's multipliers): the elements with own unknowns are oriented
+    from the bodies they tie to a fixed body (or world), breadth first, each given to the body it
+    reaches first; a group of bodies tied to nothing fixed starts from its first element's body B.
+    An element that closes a loop (both its bodies already have one) keeps its own unknowns as a
+    block of their own, eliminated last (its diagonal block is zero).  Returns ``(blocks, last)``:
+    ``blocks`` (ndof,) block ids, bodies' first (block i = moving body i).
+    """
+    from collections import deque
+    nm, el = model.n_moving, model.elements
+    counts = np.bincount(el.unknown_element, minlength=el.n)
+    owners = [int(e) for e in np.flatnonzero(counts)]  # in the order their unknowns are numbered
+    group = {}  # element -> body whose block takes its own unknowns
+    taken = np.zeros(nm, dtype=bool)
+    at = [[] for _ in range(nm)]
+    for e in owners:
+        for b in el.body[e]:
+            if b < nm:
+                at[b].append(e)
+    queue = deque()
+
+    def give(e, b):
+        group[e] = int(b)
+        taken[b] = True
+        queue.append(int(b))
+
+    def spread():
+        while queue:
+            u = queue.popleft()
+            for e in at[u]:
+                if e in group:
+                    continue
+                for b in el.body[e]:
+                    if b < nm and not taken[b]:
+                        give(e, b)
+                        break
+
+    for e in owners:  # tied to a fixed body: the moving side is the child
+        a, b = el.body[e]
+        moving = [x for x in (b, a) if x < nm]
+        if len(moving) == 1 and not taken[moving[0]] and e not in group:
+            give(e, moving[0])
+    spread()
+    for e in owners:  # groups tied to nothing fixed
+        if e not in group:
+            for b in el.body[e][::-1]:
+                if b < nm and not taken[b]:
+                    give(e, b)
+                    spread()
+                    break
+    blocks, last = [np.repeat(np.arange(nm), 6)], []
+    for e in owners:
+        if e not in group:
+            last.append(nm + len(last))
+        blocks.append(np.full(counts[e], group.get(e, nm + len(last) - 1)))
+    return np.concatenate(blocks).astype(np.int64), last
 
 
 class Assembler:
@@ -55,12 +121,10 @@ class Assembler:
                                  (base[:, None, None] + 3 + jj).reshape(nm, 9)], axis=1)
 
         # Element blocks.
-        n = model.elements.n
+        n, w = model.elements.n, model.elements.width
         d = self.el_dofs = element_dofs(model)
-        self._res_mask = (d >= 0).ravel()
-        self._res_idx = d.ravel()[self._res_mask]
-        R = np.broadcast_to(d[:, :, None], (n, 12, 12)).ravel()
-        C = np.broadcast_to(d[:, None, :], (n, 12, 12)).ravel()
+        R = np.broadcast_to(d[:, :, None], (n, w, w)).ravel()
+        C = np.broadcast_to(d[:, None, :], (n, w, w)).ravel()
         self._tan_mask = (R >= 0) & (C >= 0)
         rows_c, cols_c = [R[self._tan_mask]], [C[self._tan_mask]]
 
@@ -88,10 +152,10 @@ class Assembler:
         self.size = size
         self.positions = np.asarray(storage_map, dtype=np.int64)[self._pattern_index]
         # the same positions per block, for the compiled scatter: bodies (nm, 18) and element
-        # instances (n, 144) with −1 where an entry is dropped (a fixed body's)
+        # instances (n, W·W) with −1 where an entry is dropped (a fixed body's, or past the own unknowns)
         nb = self._n_body_entries
         # int32 halves the memory read per scatter (large models are bound by memory traffic)
         self.body_pos = self.positions[:nb].reshape(-1, 18).astype(np.int32)
         kp = np.full(self._tan_mask.size, -1, dtype=np.int32)
         kp[self._tan_mask] = self.positions[nb:]
-        self.el_pos = kp.reshape(-1, 144)
+        self.el_pos = kp.reshape(-1, self.model.elements.width ** 2)

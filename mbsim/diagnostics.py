@@ -54,7 +54,8 @@ def frame_quantities(model: Model, s) -> dict:
         args = model._frame_args = (stepper.element_arguments(model), o if o.dtype == np.int64 else o.astype(np.int64))
     elements, order = args
     buffers = frame_buffers(model.n_bodies, model.n_connectors, 1)
-    finite = stepper.frame(s.r, s.q, s.v, s.w, s.a, s.al, np.array([s.dissipated, s.external_work]), model.mass,
+    lam = s.lam if s.lam is not None else np.zeros(model.elements.n_unknowns)
+    finite = stepper.frame(s.r, s.q, s.v, s.w, s.a, s.al, np.array([s.dissipated, s.external_work]), lam, model.mass,
                            model.inertia, model.gravity, *elements, order, *(buffers[k] for k in FRAME_BUFFER_KEYS))
     fr = {k: v[0] for k, v in frames_from_buffers(buffers, 1, None).items() if k != "time"}
     fr["time"] = s.t

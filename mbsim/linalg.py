@@ -8,10 +8,14 @@ compiled:
   (:mod:`mbsim.kernels.tree`, compiled).
 - **dense** — other small systems (≤ DENSE_MAX_DOFS unknowns): LU with
   partial pivoting (:mod:`mbsim.kernels.dense`).
-- **block** — other large systems (closed chains, rings, loops): block
-  sparse LU (:mod:`mbsim.kernels.blocklu`, compiled) with a minimum-degree
-  ordering and symbolic structure computed once per model; the pivoting of
-  the tree LU, within each diagonal block.
+- **block** — other large systems (closed chains, rings, loops, and every
+  large system with element-owned unknowns): block sparse LU
+  (:mod:`mbsim.kernels.blocklu`, compiled) with a minimum-degree ordering and
+  symbolic structure computed once per model; the pivoting of the tree LU,
+  within each diagonal block.  Its blocks are the caller's (``blocks``): a
+  moving body, or a body with the multipliers of the joint to its parent --
+  one pivoted saddle-point block, so a chain of joints is still eliminated
+  leaf first without fill, in O(N).
 
 The tangent is not symmetric (THEORY §5), so no Cholesky.  Each strategy
 says where every entry of the tangent pattern lives in its own storage
@@ -46,15 +50,26 @@ class LinearSolver:
         Pairs of moving bodies joined by an element; enables the tree strategy.
     allow_tree : bool
         Whether the tree strategy may be chosen (False: dense or sparse, as for a graph with loops).
+    blocks : (ndof,) int array, optional
+        The diagonal block of each unknown for the block strategy (default: unknown // 6, one per
+        moving body); given, the unknowns are not all bodies' (element-owned unknowns), and the
+        tree strategy is not used.
+    last : sequence of int
+        Blocks without a pivot of their own, eliminated last (see :func:`mbsim.kernels.blocklu.symbolic`).
     """
 
-    def __init__(self, ndof: int, indptr, indices, rows=None, cols=None, coupling=None, allow_tree=True):
+    def __init__(self, ndof: int, indptr, indices, rows=None, cols=None, coupling=None, allow_tree=True,
+                 blocks=None, last=()):
         self.ndof = ndof
         self.indptr = indptr
         self.indices = indices
         self.nlu = 0
         nm = ndof // 6
         self.tree = None
+        if blocks is None:
+            blocks = np.arange(ndof) // 6
+        elif ndof:
+            allow_tree = False
         if allow_tree and coupling is not None and nm > 0:
             from .kernels import tree
             self.tree = tree.forest(nm, np.asarray(coupling, dtype=np.int64).reshape(-1, 2))
@@ -69,10 +84,14 @@ class LinearSolver:
             from .kernels import blocklu
             self.strategy = "block"
             self.nm = nm
-            sizes = np.full(nm, 6)
-            pairs = np.zeros((0, 2), np.int64) if coupling is None else np.asarray(coupling, np.int64).reshape(-1, 2)
-            self.sym, self.storage_size, offsets = blocklu.symbolic(sizes, pairs)
-            self.storage_map = blocklu.block_position(rows, cols, sizes, offsets)
+            blocks = np.asarray(blocks, dtype=np.int64)
+            sizes = np.bincount(blocks)
+            dofs = np.argsort(blocks, kind="stable")  # the unknowns block by block
+            rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
+            pairs = np.unique(np.stack((blocks[rows], blocks[cols]), axis=1), axis=0)
+            self.sym, self.storage_size, offsets = blocklu.symbolic(sizes, pairs, last=last, dofs=dofs)
+            self.storage_map = blocklu.block_position(rows, cols, sizes, offsets, self.sym)
+            self.blocks = blocks
             self._piv = np.zeros(ndof, dtype=np.int64)
         else:
             self.strategy = "dense"

@@ -12,7 +12,10 @@ An element kind is one class (one file in this package) that says:
    read by Newton's round-off floor (``None`` where it has none);
 5. ``law`` -- one compiled function that evaluates its instances ``lo … hi−1``: residual rows,
    tangent blocks, and the frame outputs (force, moment, length, potential, power);
-6. ``failure`` -- what to say when ``law`` reports an instance undefined.
+6. ``failure`` -- what to say when ``law`` reports an instance undefined;
+7. ``unknowns`` -- the unknowns of its own each instance brings (the multipliers of a
+   joint): one entry per unknown, ``"translation"`` for a multiplier in N conjugate to a row
+   in metres, ``"rotation"`` for one in N·m conjugate to a row in radians; ``()`` for none.
 
 :mod:`mbsim.elements` registers the kinds (their order is their kind id) and
 :mod:`mbsim.elements.engine` calls their laws through one switch.  docs/develop.md
@@ -21,7 +24,20 @@ An element kind is one class (one file in this package) that says:
 All instances of all kinds are packed into one :class:`Elements` (MuJoCo's
 ``eq_type``/``eq_data``): sorted by kind, each kind a contiguous range
 ``start[k] … start[k+1]−1``, one parameter row each.  Local unknown order per
-instance is ``[Δr_A, Δθ_A, Δr_B, Δθ_B]`` (12 entries).
+instance is ``[Δr_A, Δθ_A, Δr_B, Δθ_B]`` (12 entries) followed by its own
+unknowns ``λ̃_1 … λ̃_m``: a law's residual rows and tangent blocks are
+``12 + m`` wide (:attr:`Elements.width`, the widest kind's, for all).
+
+Own unknowns (THEORY §11).  The model numbers them after the body unknowns,
+instance by instance (``first[e]`` is the first of instance e in the vector
+``lam`` of all of them).  The state keeps them physical (``lam``, N or N·m);
+the Newton system solves for the scaled ``λ̃ = λ/k`` with ``k = m_ref/(βΔt²)``
+(translation) or ``J_ref/(βΔt²)`` (rotation), the law's ``scale`` argument
+(Bottasso, Bauchau & Cardona 2007), so every block of the iteration matrix
+is O(1/(βΔt²)): a law multiplies its own residual rows (``−k Φ``) and the
+columns and rows of its own unknowns in its tangent by ``k``.  ``λ̃`` is then
+a length (an angle): the stopping test weighs its correction, and ``Φ`` in
+its own units, against the position (rotation) tolerance of the bodies.
 """
 from __future__ import annotations
 
@@ -54,6 +70,7 @@ class ElementKind:
     arms: ClassVar[Optional[tuple]] = None  # (field of the arm on A, field of the arm on B)
     stiffness: ClassVar[Optional[str]] = None
     failure: ClassVar[str] = "is undefined at this state"
+    unknowns: ClassVar[tuple] = ()  # ("translation" | "rotation", …): own unknowns per instance
     law: ClassVar[Callable]
 
     @staticmethod
@@ -101,12 +118,22 @@ class Elements:
         |Z_A|, |Z_B| of the material arms (0 where a kind has none).
     stiff : (n,)
         Stiffness of each instance (0 where a kind has none).
+    first : (n,) int64
+        Position of instance e's first own unknown in the vector of all of them (its kind's
+        ``unknowns``; the count of those before it when it has none).
+    n_unknowns : int
+        Own unknowns of all instances.
+    unknown_element, unknown_rotation : (n_unknowns,)
+        The instance each own unknown belongs to, and whether it is a rotational one.
+    width : int
+        Local unknowns per instance, ``12 + m`` of the kind with the most own unknowns.
     """
 
     def __init__(self, kinds, connectors, body_index: dict, r0: np.ndarray, R0: np.ndarray):
         self.kinds = tuple(kinds)
         width = max((sum(w for _, w in k.fields) for k in self.kinds), default=0)
         start, kind, body, rows, index, names, arm, stiff = [0], [], [], [], [], [], [], []
+        first, owner, rotation = [], [], []
         for kid, cls in enumerate(self.kinds):
             idx = [i for i, c in enumerate(connectors) if c.type == cls.type]
             start.append(start[-1] + len(idx))
@@ -120,6 +147,11 @@ class Elements:
             for (name, w), col in zip(cls.fields, offsets(cls.fields)):
                 row[:, col:col + w] = np.asarray(values[name], dtype=float).reshape(len(idx), w)
             rows.append(row)
+            m = len(cls.unknowns)
+            for j in range(len(idx)):
+                first.append(len(owner))
+                owner += [len(kind) + j] * m
+                rotation += [u == "rotation" for u in cls.unknowns]
             kind += [kid] * len(idx)
             body.append(np.stack((ia, ib), axis=1))
             index += idx
@@ -143,6 +175,11 @@ class Elements:
         self.names = names
         self.arm = np.concatenate(arm) if arm else np.zeros((0, 2))
         self.stiff = np.concatenate(stiff) if stiff else np.zeros(0)
+        self.first = np.array(first, dtype=np.int64)
+        self.n_unknowns = len(owner)
+        self.unknown_element = np.array(owner, dtype=np.int64)
+        self.unknown_rotation = np.array(rotation, dtype=bool)
+        self.width = 12 + max((len(k.unknowns) for k in self.kinds), default=0)
 
     def __len__(self):
         return self.n
@@ -173,9 +210,9 @@ class ElementEval:
 
     Attributes
     ----------
-    residual : (n, 12)
-        Local residual contributions (THEORY §6), at n+α.
-    tangent : (n, 12, 12) or None
+    residual : (n, W)
+        Local residual contributions (THEORY §6), at n+α (W = :attr:`Elements.width`).
+    tangent : (n, W, W) or None
         Local tangent ``K = −∂R/∂u``; None when not requested.
     out : (n, N_OUT)
         Frame outputs: force and pure moment on body A [N, N·m], length [m] (NaN where none),

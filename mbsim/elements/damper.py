@@ -40,7 +40,8 @@ def _B(g, z1, T, a, w1, consistent, S, o, tmp):
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos, data, scr):
+def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+        data, scr):
     """``f = ε_c (v_pt,B,α − v_pt,A,α)`` on A, no moment, for instances ``lo … hi−1``; returns −1
     (defined at every state)."""
     direct = pos.shape[0] > 0

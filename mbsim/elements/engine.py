@@ -13,33 +13,35 @@ import numpy as np
 
 from ..kernels import njit, on_numba
 from ..kernels.connectors import SCRATCH
-from . import ELEMENTS
+from .. import elements as registry  # ELEMENTS read at use: register() may extend it first
 from .base import N_OUT, ElementEval, Elements
 
 MODES = {None: 0, "consistent": 1, "seed": 2}  # tangent argument -> law mode
 
 # The arguments every law takes, in order (the contract of docs/develop.md, item 5).
-LAW_ARGUMENTS = ("lo", "hi", "body", "p", "af", "g", "mode", "r1", "rn", "R1", "Rn", "v1", "vn", "w1", "wn",
+LAW_ARGUMENTS = ("lo", "hi", "body", "p", "first", "lam", "scale", "af", "g", "mode", "r1", "rn", "R1", "Rn", "v1", "vn", "w1", "wn",
                  "T", "Om", "res", "K", "out", "pos", "data", "scr")
 
 
-def law(kind, lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos, data, scr):
+def law(kind, lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+        pos, data, scr):
     """The law of kind id ``kind`` on instances ``lo … hi−1``; returns the first instance it finds
     undefined, or −1."""
-    return ELEMENTS[kind].law(lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
-                              pos, data, scr)
+    return registry.ELEMENTS[kind].law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1,
+                                       wn, T, Om, res, K, out, pos, data, scr)
 
 
-def _compiled_switch(kind, lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
-                     data, scr):
+def _compiled_switch(kind, lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om,
+                     res, K, out, pos, data, scr):
     """numba's implementation of :func:`law`: a chain of direct calls, generated from the registry."""
     names = ", ".join(LAW_ARGUMENTS)
     lines = [f"def switch(kind, {names}):"]
-    for k in range(len(ELEMENTS)):
+    kinds = registry.ELEMENTS
+    for k in range(len(kinds)):
         lines.append(f"    {'if' if k == 0 else 'elif'} kind == {k}:")
         lines.append(f"        return law_{k}({names})")
     lines.append("    return -1")
-    namespace = {f"law_{k}": cls.law for k, cls in enumerate(ELEMENTS)}  # kernels: numba calls them directly
+    namespace = {f"law_{k}": cls.law for k, cls in enumerate(kinds)}  # kernels: numba calls them directly
     exec("\n".join(lines), namespace)  # noqa: S102 - source built above from the registry alone
     return namespace["switch"]
 
@@ -51,16 +53,19 @@ def _register_switch():
 
 
 @njit(cache=True)
-def evaluate(start, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos, data, scr):
-    """Every element instance: residual rows into ``res`` (n, 12), outputs into ``out`` (n, N_OUT), and
-    with ``mode`` its tangent blocks into ``K`` (n, 12, 12), or, given scatter positions ``pos``
-    (n, 144), added straight into ``data`` through ``K`` (1, 12, 12).  Returns the first instance
-    a law finds undefined, or −1."""
+def evaluate(start, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+             data, scr):
+    """Every element instance: residual rows into ``res`` (n, W), outputs into ``out`` (n, N_OUT), and
+    with ``mode`` its tangent blocks into ``K`` (n, W, W), or, given scatter positions ``pos``
+    (n, W·W), added straight into ``data`` through ``K`` (1, W, W); W = 12 + the most own unknowns
+    of a kind.  ``lam`` holds the own unknowns of all instances (physical), ``first`` where each
+    instance's start, ``scale`` the factor k of each (see :mod:`mbsim.elements.base`).  Returns the
+    first instance a law finds undefined, or −1."""
     failed = -1
     for kind in range(start.shape[0] - 1):
         lo, hi = start[kind], start[kind + 1]
         if hi > lo:
-            f = law(kind, lo, hi, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+            f = law(kind, lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
                     pos, data, scr)
             if f >= 0 and failed < 0:
                 failed = f
@@ -68,17 +73,20 @@ def evaluate(start, body, p, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om,
 
 
 _UNUSED = np.zeros((1, 3, 3))  # stands in for T(θ) and Ω at a single state (no tangent: not read)
-_NOPOS, _NODATA = np.zeros((0, 144), np.int32), np.zeros(0)
+_NODATA = np.zeros(0)
 
 
-def evaluate_at(el: Elements, kin, tangent=None) -> ElementEval:
+def evaluate_at(el: Elements, kin, tangent=None, lam=None, scale=None) -> ElementEval:
     """All instances at the iterate or state ``kin`` (:class:`mbsim.model.kinematics.Kinematics`),
-    tangent blocks returned when ``tangent`` is ``'consistent'`` or ``'seed'``."""
-    n = el.n
-    res, out = np.empty((n, 12)), np.empty((n, N_OUT))
-    K = np.empty((n, 12, 12) if tangent is not None else (1, 12, 12))
+    tangent blocks returned when ``tangent`` is ``'consistent'`` or ``'seed'``; ``lam`` the own
+    unknowns (zero when not given) and ``scale`` their factors k (one when not given)."""
+    n, w = el.n, el.width
+    lam = np.zeros(el.n_unknowns) if lam is None else np.ascontiguousarray(lam, dtype=float)
+    scale = np.ones(el.n_unknowns) if scale is None else np.ascontiguousarray(scale, dtype=float)
+    res, out = np.zeros((n, w)), np.empty((n, N_OUT))
+    K = np.zeros((n, w, w) if tangent is not None else (1, w, w))
     T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)
-    failed = evaluate(el.start, el.body, el.data, kin.alpha_f, kin.g, MODES[tangent], kin.r1, kin.rn, kin.R1,
-                      kin.Rn, kin.v1, kin.vn, kin.w1, kin.wn, T, Om, res, K, out, _NOPOS, _NODATA,
-                      np.empty(SCRATCH))
+    failed = evaluate(el.start, el.body, el.data, el.first, lam, scale, kin.alpha_f, kin.g, MODES[tangent], kin.r1,
+                      kin.rn, kin.R1, kin.Rn, kin.v1, kin.vn, kin.w1, kin.wn, T, Om, res, K, out,
+                      np.zeros((0, w * w), np.int32), _NODATA, np.empty(SCRATCH))
     return ElementEval(residual=res, tangent=K if tangent is not None else None, out=out, failed=int(failed))

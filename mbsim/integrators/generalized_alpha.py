@@ -46,6 +46,9 @@ increments alone would let velocities drift as 1/Δt.  A body's force or
 moment rows whose residual is within :data:`ROUNDOFF_FACTOR`·ε of the
 magnitudes that cancel in them (see :func:`mbsim.kernels.stepper._tolerances`)
 are converged as far as floating point allows and drop out of the test;
+an element's own unknowns (λ̃ = λ/k, a length or an angle, see
+:mod:`mbsim.elements.base`) are weighed against the tolerance of the bodies
+it joins, and their rows must hold in their own units, |Φ| ≤ tol;
 and a correction below :data:`NOISE_SIZE` of the tolerance ends the
 iteration, since the rate measured between such corrections is noise.
 
@@ -66,7 +69,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..assembly import Assembler
+from ..assembly import Assembler, unknown_blocks
 from ..diagnostics import FRAME_BUFFER_KEYS, frame_buffers
 from ..linalg import LinearSolver
 from ..model.kinematics import Kinematics
@@ -126,7 +129,11 @@ class State:
     trapezoidal rule of the next step).  ``a_prev``/``al_prev`` are the
     accelerations one step earlier and ``dt_prev`` that step's size: only the
     Newton predictor reads them (:meth:`GeneralizedAlpha.predict`), and
-    :meth:`GeneralizedAlpha.restart` drops them.
+    :meth:`GeneralizedAlpha.restart` drops them.  ``lam`` holds the elements' own
+    unknowns (a joint's multipliers, physical: N or N·m) of the step that led here,
+    which belong to t − Δt + α_f Δt (THEORY §11); the residual does not read them,
+    only the Newton start of the next step, so a restart sets them to zero and the
+    steps after a stored frame still depend on that frame alone.
     """
 
     t: float
@@ -143,6 +150,7 @@ class State:
     a_prev: Optional[np.ndarray] = None
     al_prev: Optional[np.ndarray] = None
     dt_prev: float = 0.0
+    lam: Optional[np.ndarray] = None  # None: zero
 
     def kinematics(self) -> Kinematics:
         return Kinematics.at_state(self.r, self.q, self.v, self.w)
@@ -187,7 +195,9 @@ class GeneralizedAlpha:
         self.spec = spec
         self.params = AlphaParameters.from_rho(spec.rho_inf)
         asm = self.assembler = Assembler(model)
-        self.solver = LinearSolver(model.ndof, asm.indptr, asm.indices, asm.rows, asm.cols, asm.coupling)
+        blocks, last = unknown_blocks(model) if model.elements.n_unknowns else (None, ())
+        self.solver = LinearSolver(model.ndof, asm.indptr, asm.indices, asm.rows, asm.cols, asm.coupling,
+                                   blocks=blocks, last=last)
         asm.use_storage(self.solver.storage_map, self.solver.storage_size)
         self.n_steps = 0
         self.n_iterations = 0
@@ -247,10 +257,11 @@ class GeneralizedAlpha:
             Krr=(am * m.mass[:nm] * c_a)[:, None, None] * np.eye(3))
 
     def evaluate(self, ctx: "_StepContext", d: np.ndarray, th: np.ndarray,
-                 tangent: Optional[str] = None) -> "_Iterate":
+                 tangent: Optional[str] = None, lam: Optional[np.ndarray] = None) -> "_Iterate":
         """Residual (and tangent data if ``tangent``) at the iterate with increments ``(d, th)``
-        (THEORY §4–7; see :meth:`predict` for what they are), from the compiled kernels: the body
-        terms (:mod:`mbsim.kernels.bodies`) and every element's law (:mod:`mbsim.elements.engine`)."""
+        and element-owned unknowns ``lam`` (physical; zero when not given) (THEORY §4–7, §11; see
+        :meth:`predict` for what they are), from the compiled kernels: the body terms
+        (:mod:`mbsim.kernels.bodies`) and every element's law (:mod:`mbsim.elements.engine`)."""
         from ..elements.engine import evaluate_at
         from ..kernels import bodies as kb
         from ..kernels import connectors as kc
@@ -266,13 +277,13 @@ class GeneralizedAlpha:
                       ctx.w_pred, ctx.al_pred, r1, q1, R1, T, Om, v1, a1, w1, al1)
         kin = Kinematics(alpha_f=p.alpha_f, R1=R1, Rn=ctx.Rn, r1=r1, rn=s.r, v1=v1, vn=s.v, w1=w1, wn=s.w,
                          g=ctx.g, T=T, Omega=Om)
-        R, Q = np.empty(asm.ndof), np.empty(asm.ndof)
+        R, Q = np.zeros(asm.ndof), np.zeros(asm.ndof)  # the rows of own unknowns: the elements' alone
         Ktt = np.empty((nm, 3, 3)) if tangent is not None else np.empty((1, 3, 3))
         kb.residual(nm, m.mass, m.inertia, R1, ctx.Rn, T, a1, s.a, w1, al1, ctx.F_ext[None], ctx.M_ext[None], 0,
                     ctx.Xn, p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt,
                     np.empty(kc.SCRATCH))
         t1 = clock()
-        ev = evaluate_at(m.elements, kin, tangent)
+        ev = evaluate_at(m.elements, kin, tangent, lam, m.unknown_reference() * ctx.c_a)
         t2 = clock()
         kb.scatter_residual(asm.el_dofs, ev.residual, R, Q)
         data = None
@@ -323,8 +334,7 @@ class GeneralizedAlpha:
         if reason == st.DEGENERATE:
             return StepStatus.DEGENERATE, m.elements.failure(culprit)
         if reason == st.SINGULAR:
-            return StepStatus.SINGULAR, (f"the tangent matrix is singular (zero pivot in the block of moving body "
-                                         f"'{m.names[culprit]}')")
+            return StepStatus.SINGULAR, f"the tangent matrix is singular (zero pivot in {self._pivot_block(culprit)})"
         if reason == st.NONFINITE_RESIDUAL:
             return StepStatus.NONFINITE, "the residual is not finite"
         if reason == st.NONFINITE_CORRECTION:
@@ -475,7 +485,7 @@ class GeneralizedAlpha:
         counters = np.zeros(3, dtype=np.int64)
         return {
             "t0": t0,
-            "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy,),
+            "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy, self._lam(s)),
             "model": (nm, m.mass, m.inertia, self._j_max, self._arm, af, p.alpha_m, p.beta, p.gamma),
             "loads": (F_alpha, M_alpha, FL, ML),
             "elements": f["elements"],
@@ -497,12 +507,18 @@ class GeneralizedAlpha:
         self.n_iterations += int(counters[0])
         self.solver.nlu += int(counters[1])
         self.n_assemblies += int(counters[2])
-        r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy = b["state"]
+        r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam = b["state"]
         dt_prev = float(prev_dt[0])
         new = State(t, r, q, v, a, w, al, float(energy[0]), float(energy[1]), float(energy[2]), float(energy[3]),
-                    a_prev if dt_prev > 0.0 else None, al_prev if dt_prev > 0.0 else None, dt_prev)
+                    a_prev if dt_prev > 0.0 else None, al_prev if dt_prev > 0.0 else None, dt_prev,
+                    lam if len(lam) else None)
         self.timing["compiled steps"] = self.timing.get("compiled steps", 0.0) + self.clock() - b["t0"]
         return new
+
+    def _lam(self, s: State) -> np.ndarray:
+        """A copy of the elements' own unknowns of ``s`` (zero when it has none)."""
+        n = self.model.elements.n_unknowns
+        return np.zeros(n) if s.lam is None else np.array(s.lam, dtype=float)
 
     def _fused_arguments(self) -> dict:
         """The packed elements for the compiled loop, and its factorization storage."""
@@ -557,7 +573,7 @@ class GeneralizedAlpha:
         the last bit)."""
         if self._fused is not None:
             self._fused["lu_state"][0] = 0.0
-        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0)
+        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0, lam=None)
 
     def update(self, d: np.ndarray, th: np.ndarray, du: np.ndarray):
         """Newton update of the increments of the moving bodies: ``d ← d + Δr`` and ``θ`` such that
@@ -579,9 +595,27 @@ class GeneralizedAlpha:
         a = self.assembler
         return sp.csc_matrix((self.solver.to_csc(data), a.indices, a.indptr), shape=(a.ndof, a.ndof))
 
+    def _pivot_block(self, culprit: int) -> str:
+        """What a singular pivot block of the compiled loop (``culprit``) is: a moving body's, or an
+        element's own unknowns (the dense LU: ``n_moving`` + the unknown; the block LU: the block)."""
+        m = self.model
+        nm = m.n_moving
+        if culprit < nm:
+            return f"the block of moving body '{m.names[culprit]}'"
+        if self.solver.strategy == "block":
+            u = int(np.flatnonzero(self.solver.blocks == culprit)[0]) - 6 * nm
+        else:
+            u = culprit - nm
+        return f"the own unknowns of {m.elements.describe(int(m.elements.unknown_element[u]))}"
+
     def _culprit(self, R: np.ndarray) -> str:
         """Name the body and component with the largest residual entry."""
         i = int(np.argmax(np.abs(R)))
+        nm = self.model.n_moving
+        if i >= 6 * nm:
+            e = int(self.model.elements.unknown_element[i - 6 * nm])
+            return (f"largest residual: the equation of an own unknown of {self.model.elements.describe(e)} "
+                    f"({abs(R[i]):.3e}, scaled)")
         body = self.model.names[i // 6]
         part = "force" if i % 6 < 3 else "moment"
         return f"largest residual: {part} on body '{body}' ({abs(R[i]):.3e})"

@@ -105,6 +105,21 @@ def _sources_digest() -> str:
 
 
 _SOURCES = _sources_digest()  # at import: the sources this process runs, even if they change later
+
+
+def compiled_switch_built() -> bool:
+    """Whether numba has been prepared in this process (after which the registry is fixed)."""
+    return _ready
+
+
+def stamp_source(func) -> None:
+    """Add the source file of ``func`` (an element kind registered from outside mbsim) to the
+    digest that stamps every cache entry."""
+    global _SOURCES
+    import inspect
+    digest = hashlib.blake2b(_SOURCES.encode(), digest_size=16)
+    digest.update(Path(inspect.getsourcefile(func)).read_bytes())
+    _SOURCES = digest.hexdigest()
 _OURS = tuple(str(d.resolve()) for d in _COMPILED_SOURCES)
 
 

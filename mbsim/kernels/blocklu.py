@@ -1,8 +1,11 @@
 """Block sparse LU for coupling graphs with cycles (closed chains, rings, loops), compiled.
 
 The tangent is a matrix of blocks: one diagonal block per unknown group (a
-moving body's 6 unknowns; later also a body with the multipliers of a joint)
-and an off-diagonal pair per coupled pair of groups.  :func:`symbolic` picks
+moving body's 6 unknowns, or a body with the own unknowns of the element
+that joins it to its parent -- a joint's multipliers --, or the own unknowns
+of an element closing a loop) and an off-diagonal pair per coupled pair of
+groups.  A group's unknowns need not be contiguous in the global numbering:
+``sym`` holds the position of every global unknown in block order.  :func:`symbolic` picks
 an elimination order once per model (minimum degree on the block graph, which
 eliminates the bodies of a chain or tree leaves first with no fill and a ring
 with O(N) fill), finds the fill, and lays every block of the filled pattern
@@ -50,7 +53,7 @@ def minimum_degree(nb: int, adj: list[set]) -> list[int]:
     return order
 
 
-def symbolic(sizes, edges, order=None) -> tuple[np.ndarray, int, np.ndarray]:
+def symbolic(sizes, edges, order=None, last=(), dofs=None) -> tuple[np.ndarray, int, np.ndarray]:
     """The structure of the factorization of a block matrix.
 
     Parameters
@@ -61,17 +64,25 @@ def symbolic(sizes, edges, order=None) -> tuple[np.ndarray, int, np.ndarray]:
         Coupled pairs of blocks (duplicates and self pairs allowed).
     order : sequence of int, optional
         Elimination order; minimum degree when not given.
+    last : sequence of int
+        Blocks that minimum degree must leave to the end (in this order): those with no
+        pivot of their own (the multipliers of an element closing a loop, whose diagonal block
+        is zero until a body they act on has been eliminated).
+    dofs : (ndof,) int, optional
+        The global unknowns of the blocks in block order (block k's are
+        ``dofs[start[k]:start[k+1]]``); the identity when not given.
 
     Returns
     -------
     sym : int64 array
         ``[nb, nl, nu, order (nb), start (nb+1), diag (nb), lptr (nb+1), lblk (nl), l_ik (nl),
-        u_ki (nl), uptr (nb+1), ui (nu), uj (nu), o_ik (nu), o_kj (nu), o_ij (nu)]``: for the
+        u_ki (nl), uptr (nb+1), ui (nu), uj (nu), o_ik (nu), o_kj (nu), o_ij (nu), perm (ndof)]``: for the
         pivot at elimination position p (block k = order[p]), its later neighbours i are
         ``lblk[lptr[p]:lptr[p+1]]`` with blocks (i, k) at ``l_ik`` and (k, i) at ``u_ki``, and the
         updates A_ij −= A_ik U_kj are the triples ``(o_ik, o_kj, o_ij)`` of ``uptr[p]:uptr[p+1]``
         (``ui``, ``uj`` their block rows and columns).  ``start`` are the first unknowns of the
-        blocks, ``diag`` the offsets of the diagonal blocks.
+        blocks (in block order), ``diag`` the offsets of the diagonal blocks, ``perm[r]`` the
+        position in block order of global unknown r.
     size : int
         Values of the flat block storage.
     offsets : dict (i, j) -> offset
@@ -84,7 +95,12 @@ def symbolic(sizes, edges, order=None) -> tuple[np.ndarray, int, np.ndarray]:
         if a != b:
             adj[a].add(int(b))
             adj[b].add(int(a))
-    order = minimum_degree(nb, adj) if order is None else [int(k) for k in order]
+    if order is None:
+        late = [int(k) for k in last]
+        skip = set(late)
+        order = [k for k in minimum_degree(nb, adj) if k not in skip] + late
+    else:
+        order = [int(k) for k in order]
     pos = np.empty(nb, dtype=np.int64)
     pos[order] = np.arange(nb)
     # symbolic elimination: the later neighbours of each pivot, fill included
@@ -123,16 +139,24 @@ def symbolic(sizes, edges, order=None) -> tuple[np.ndarray, int, np.ndarray]:
         lptr.append(len(lblk))
         uptr.append(len(ui))
     start = np.concatenate(([0], np.cumsum(sizes)))
-    parts = [[nb, len(lblk), len(ui)], order, start, diag, lptr, lblk, lik, uki, uptr, ui, uj, oik, okj, oij]
+    ndof = int(start[-1])
+    perm = np.arange(ndof)
+    if dofs is not None:
+        perm[np.asarray(dofs, dtype=np.int64)] = np.arange(ndof)
+    parts = [[nb, len(lblk), len(ui)], order, start, diag, lptr, lblk, lik, uki, uptr, ui, uj, oik, okj, oij, perm]
     sym = np.concatenate([np.asarray(p, dtype=np.int64).reshape(-1) for p in parts])
     return sym, size, offsets
 
 
-def block_position(rows, cols, sizes, offsets: dict) -> np.ndarray:
-    """Position in the flat block storage of every (row, col) entry of the tangent pattern."""
+def block_position(rows, cols, sizes, offsets: dict, sym=None) -> np.ndarray:
+    """Position in the flat block storage of every (row, col) entry of the tangent pattern (global
+    unknowns, put in block order by the ``perm`` of ``sym`` when given)."""
     sizes = np.asarray(sizes, dtype=np.int64)
     start = np.concatenate(([0], np.cumsum(sizes)))
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    if sym is not None:
+        perm = sym[_parts.py_func(sym)[-1]:]
+        rows, cols = perm[rows], perm[cols]
     bi = np.searchsorted(start, rows, side="right") - 1
     bj = np.searchsorted(start, cols, side="right") - 1
     nb = len(sizes)
@@ -164,7 +188,9 @@ def _parts(sym):
     o_oik = o_uj + nu
     o_okj = o_oik + nu
     o_oij = o_okj + nu
-    return (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj, o_oij)
+    o_perm = o_oij + nu
+    return (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj, o_oij,
+            o_perm)
 
 
 @njit(cache=True)
@@ -173,7 +199,7 @@ def factorize(data, sym, piv):
     later neighbours i, j).  ``piv``: one row interchange per unknown.  Returns −1 on success, else the
     block whose diagonal block is singular."""
     (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
-     o_oij) = _parts(sym)
+     o_oij, _) = _parts(sym)
     col = np.empty(sym[o_start + nb])  # one column of a U block (at most a block's size)
     for p in range(nb):
         k = sym[o_order + p]
@@ -210,10 +236,10 @@ def solve_into(data, sym, piv, rhs, work, out):
     """x with A x = rhs from the factors of :func:`factorize`, into ``out``; ``work``: as many values
     as unknowns."""
     (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
-     o_oij) = _parts(sym)
+     o_oij, o_perm) = _parts(sym)
     ndof = sym[o_start + nb]
     for r in range(ndof):
-        work[r] = rhs[r]
+        work[sym[o_perm + r]] = rhs[r]
     for p in range(nb):  # forward: y_k = D_kk⁻¹ b_k, b_i −= A_ik y_k
         k = sym[o_order + p]
         sk = sym[o_start + k]
@@ -229,12 +255,10 @@ def solve_into(data, sym, piv, rhs, work, out):
                 for q in range(n):
                     s += data[a + n * r + q] * work[sk + q]
                 work[si + r] -= s
-    for p in range(nb - 1, -1, -1):  # backward: x_k = y_k − Σ U_ki x_i
+    for p in range(nb - 1, -1, -1):  # backward, in place: x_k = y_k − Σ U_ki x_i
         k = sym[o_order + p]
         sk = sym[o_start + k]
         n = sym[o_start + k + 1] - sk
-        for r in range(n):
-            out[sk + r] = work[sk + r]
         for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):
             i = sym[o_lblk + e]
             si = sym[o_start + i]
@@ -243,5 +267,7 @@ def solve_into(data, sym, piv, rhs, work, out):
             for r in range(n):
                 s = 0.0
                 for q in range(m):
-                    s += data[u + m * r + q] * out[si + q]
-                out[sk + r] -= s
+                    s += data[u + m * r + q] * work[si + q]
+                work[sk + r] -= s
+    for r in range(ndof):
+        out[r] = work[sym[o_perm + r]]

@@ -142,9 +142,19 @@ def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, k, Xn, af, 
 
 @njit(cache=True)
 def scatter_residual(dofs, res, R, Q):
-    """R[dofs] += res and Q[dofs] += |res| for the entries of a connector kind (−1: dropped)."""
+    """R[dofs] += res and Q[dofs] += |res| for the local entries of the element instances (dofs, res:
+    (n, W); −1: dropped)."""
+    w = dofs.shape[1]
+    if w == 12:  # no element with own unknowns: a constant bound, which the compiler unrolls
+        for e in range(dofs.shape[0]):
+            for j in range(12):
+                d = dofs[e, j]
+                if d >= 0:
+                    R[d] += res[e, j]
+                    Q[d] += abs(res[e, j])
+        return
     for e in range(dofs.shape[0]):
-        for j in range(12):
+        for j in range(w):
             d = dofs[e, j]
             if d >= 0:
                 R[d] += res[e, j]
@@ -153,7 +163,7 @@ def scatter_residual(dofs, res, R, Q):
 
 @njit(cache=True)
 def scatter_tangent(pos, K, data):
-    """data[pos] += K for the local tangents of a connector kind (pos: (n, 144), −1: dropped)."""
+    """data[pos] += K for the local tangents of the element instances (pos: (n, W·W), −1: dropped)."""
     for e in range(pos.shape[0]):
         add_block(K, e, pos, e, data)
 

@@ -10,10 +10,12 @@ storage.
 Tangent modes: 0 none, 1 consistent, 2 seed (THEORY §8).
 
 A law can add its tangent blocks straight into the solver's storage: given
-``pos`` (n, 144) positions and ``data``, block e goes to ``data[pos[e]]`` and
-only a one-block scratch ``K`` (1, 12, 12) is needed — no (n, 12, 12) array is
+``pos`` (n, W·W) positions and ``data``, block e goes to ``data[pos[e]]`` and
+only a one-block scratch ``K`` (1, W, W) is needed — no (n, W, W) array is
 written and read back (what dominates large models).  With an empty ``pos``
-the blocks are returned in ``K`` (n, 12, 12).
+the blocks are returned in ``K`` (n, W, W).  W = 12 + the most own unknowns
+of a registered kind (12 without joints): a connector fills the first 12 rows
+and columns, and the positions of the others are −1.
 
 Style: 3-vectors are tuples (values in registers) and 3×3 work matrices are
 rows ``S[k]`` of one scratch array passed down, addressed by index; rows of
@@ -139,9 +141,17 @@ def pair_tangent(af, S, zAa, zBa, zA1, zB1, f, geometric, K, ke, tmp):
 
 @njit(cache=True)
 def add_block(K, ke, pos, e, data):
-    """data[pos[e]] += K[ke] (entries −1 of pos: dropped)."""
-    for r in range(12):
-        for q in range(12):
-            k = pos[e, 12 * r + q]
+    """data[pos[e]] += K[ke] (entries −1 of pos: dropped); K (·, W, W), pos (·, W·W)."""
+    w = K.shape[1]
+    if w == 12:  # no element with own unknowns: constant bounds, which the compiler unrolls
+        for r in range(12):
+            for q in range(12):
+                k = pos[e, 12 * r + q]
+                if k >= 0:
+                    data[k] += K[ke, r, q]
+        return
+    for r in range(w):
+        for q in range(w):
+            k = pos[e, w * r + q]
             if k >= 0:
                 data[k] += K[ke, r, q]

@@ -12,6 +12,10 @@ state them).  This is mbsim's one Newton iteration: the Python step
 and its diagnosis) is this loop taking one step; a failed step is reported
 with its reason (``status[2]``, one of the codes below), what it names
 (``status[4]``), its last residual and its residual history.
+
+Unknowns: 6 per moving body, then the elements' own (``lam``, a joint's
+multipliers; :mod:`mbsim.elements.base`), solved for as λ̃ = λ/k and kept
+physical in the state.
 """
 from __future__ import annotations
 
@@ -32,15 +36,19 @@ _TINY = float(np.finfo(np.float64).tiny)  # as np.finfo(float).tiny in the Pytho
 
 def element_arguments(model, assembler=None) -> tuple:
     """The packed element description in the order the kernels of this module take it:
-    ``(start, body, data, index, arm, stiff, dofs, pos)`` (:class:`mbsim.elements.Elements`;
+    ``(start, body, data, index, arm, stiff, first, ref, owner, rotation, dofs, pos)``
+    (:class:`mbsim.elements.Elements`; ``ref`` the m_ref or J_ref of each own unknown,
+    :meth:`mbsim.model.Model.unknown_reference`, ``owner``/``rotation`` its instance and kind;
     ``dofs``/``pos`` the assembler's scatter maps, empty without an assembler).  Built once per
     model and reused."""
     el = model.elements
+    w = el.width
     if assembler is not None:
         maps = (assembler.el_dofs, assembler.el_pos)
     else:
-        maps = (np.zeros((0, 12), np.int64), np.zeros((0, 144), np.int32))
-    return (el.start, el.body, el.data, el.index, el.arm, el.stiff) + maps
+        maps = (np.zeros((0, w), np.int64), np.zeros((0, w * w), np.int32))
+    own = (el.first, model.unknown_reference(), el.unknown_element, el.unknown_rotation.astype(np.int64))
+    return (el.start, el.body, el.data, el.index, el.arm, el.stiff) + own + maps
 
 
 @njit(cache=True)
@@ -55,13 +63,14 @@ def _rotations(q, R):
 @njit(cache=True)
 def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
               a_pred, w_pred, al_pred, F_alpha, M_alpha, step, Xn, mass, Jb, krr,
-              el_start, el_body, el_data, el_dofs, el_pos, body_pos,
+              el_start, el_body, el_data, el_first, lam, scale, el_dofs, el_pos, body_pos,
               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr):
-    """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th), its
-    positions, orientations and rates into r1, q1, …; returns the first element instance whose law
-    is undefined there (a collapsed spring), or −1.
+    """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th) and
+    element-owned unknowns ``lam`` (physical; ``scale`` their factors k), its positions,
+    orientations and rates into r1, q1, …; returns the first element instance whose law is
+    undefined there (a collapsed spring), or −1.
 
-    The element laws add their 12×12 blocks straight into ``data`` through one (1, 12, 12)
+    The element laws add their W×W blocks straight into ``data`` through one (1, W, W)
     scratch block ``K1`` (no per-instance tangent array); the work arrays are passed one by one:
     unpacking a tuple of arrays in a function called every iteration costs two atomic
     reference-count updates per array.  The loads are those of step ``step`` of ``F_alpha``/``M_alpha``.
@@ -70,20 +79,23 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
                   r1, q1, R1, T, Om, v1, a1, w1, al1)
     kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, F_alpha, M_alpha, step, Xn, af, am, c_a, g, mode != 0,
                 R, Q, Ktt, scr)
+    for j in range(6 * nm, R.shape[0]):  # the rows of the elements' own unknowns: theirs alone
+        R[j] = 0.0
+        Q[j] = 0.0
     if mode != 0:
         data[:] = 0.0
         kb.scatter_bodies(body_pos, krr, Ktt, data)
-    failed = engine.evaluate(el_start, el_body, el_data, af, g, mode, r1, s_r, R1, Rn, v1, s_v, w1, s_w, T, Om,
-                             el_res, K1, el_out, el_pos, data, scr)
+    failed = engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, af, g, mode, r1, s_r, R1, Rn, v1, s_v,
+                             w1, s_w, T, Om, el_res, K1, el_out, el_pos, data, scr)
     kb.scatter_residual(el_dofs, el_res, R, Q)
     return failed
 
 
 @njit(cache=True)
-def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, force, moment, length, R,
+def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_first, lam, scale, force, moment, length, R,
                   el_res, el_out, K1, dummy, nopos, nodata, scr):
-    """Element actions at one state into force/moment/length (scenario order) and R ← Λ of
-    every body; returns (stored energy, dissipated power)."""
+    """Element actions at one state (element-owned unknowns ``lam``) into force/moment/length
+    (scenario order) and R ← Λ of every body; returns (stored energy, dissipated power)."""
     _rotations(q, R)
     # "no tangent" as a run-time int64, not the literal 0: a literal argument would make numba
     # compile a second specialization of every law (~15 s on the first run)
@@ -93,8 +105,8 @@ def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, force, momen
             force[c, j] = 0.0
             moment[c, j] = 0.0
         length[c] = np.nan
-    engine.evaluate(el_start, el_body, el_data, 1.0, 0.0, no_tangent, r, r, R, R, v, v, w, w, dummy, dummy,
-                    el_res, K1, el_out, nopos, nodata, scr)
+    engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, 1.0, 0.0, no_tangent, r, r, R, R, v, v, w, w,
+                    dummy, dummy, el_res, K1, el_out, nopos, nodata, scr)
     energy, power = 0.0, 0.0
     for e in range(el_index.shape[0]):
         c = el_index[e]
@@ -108,13 +120,13 @@ def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, force, momen
 
 
 @njit(cache=True)
-def _work(n_el):
-    """The arrays the element laws write: residual rows (n, 12) and outputs (n, N_OUT), a
-    (1, 12, 12) tangent scratch block, a (1, 3, 3) zero block, the empty scatter maps of a call
-    without tangent, and the laws' own work space.  Callers unpack the tuple once, outside
-    their loops, and pass the arrays on one by one."""
-    return (np.empty((n_el, 12)), np.empty((n_el, N_OUT)), np.empty((1, 12, 12)), np.zeros((1, 3, 3)),
-            np.zeros((0, 144), np.int32), np.zeros(0), np.empty(kc.SCRATCH))
+def _work(n_el, w):
+    """The arrays the element laws write: residual rows (n, W) and outputs (n, N_OUT), a
+    (1, W, W) tangent scratch block, a (1, 3, 3) zero block, the empty scatter maps of a call
+    without tangent, and the laws' own work space (W: the local width, ``dofs.shape[1]``).
+    Callers unpack the tuple once, outside their loops, and pass the arrays on one by one."""
+    return (np.zeros((n_el, w)), np.empty((n_el, N_OUT)), np.zeros((1, w, w)), np.zeros((1, 3, 3)),
+            np.zeros((0, w * w), np.int32), np.zeros(0), np.empty(kc.SCRATCH))
 
 
 @njit(cache=True)
@@ -183,14 +195,45 @@ def _spring_scale(nm, r, el_body, el_arm, el_stiff, out):
 
 
 @njit(cache=True)
-def _size(du, tol):
-    """The correction in units of the tolerance (max over bodies and kinds)."""
+def _own_tolerances(nm, el_body, owner, rotation, tol, tol_own):
+    """The tolerance of each element-owned unknown, into ``tol_own``: the translation (rotation)
+    tolerance of the bodies its element joins, the smaller of the moving ones [m or rad] -- the
+    scaled unknown λ̃ = λ/k is a length (angle): an error δλ̃ moves the bodies by about δλ̃ -- and the
+    unit of its row Φ, a position (angle) error of the joint.  inf when neither body moves."""
+    for j in range(owner.shape[0]):
+        e = owner[j]
+        t = np.inf
+        for side in range(2):
+            b = el_body[e, side]
+            if b < nm:
+                t = min(t, tol[b, rotation[j]])
+        tol_own[j] = t
+
+
+@njit(cache=True)
+def _size(du, tol, tol_own):
+    """The correction in units of the tolerance (max over bodies and kinds, and the elements' own
+    unknowns, which follow the bodies' in ``du``)."""
     size = 0.0
     for i in range(tol.shape[0]):
         for k in range(2):
             o = 6 * i + 3 * k
             size = max(size, np.sqrt(du[o] * du[o] + du[o + 1] * du[o + 1] + du[o + 2] * du[o + 2]) / tol[i, k])
+    o = 6 * tol.shape[0]
+    for j in range(tol_own.shape[0]):
+        size = max(size, abs(du[o + j]) / tol_own[j])
     return size
+
+
+@njit(cache=True)
+def _rows_hold(R, nm, scale, tol_own):
+    """Whether every row of the elements' own unknowns (−kΦ, scaled by k = ``scale``) holds its
+    equation within the tolerance, in its own units: |Φ| ≤ tol (m or rad)."""
+    o = 6 * nm
+    for j in range(scale.shape[0]):
+        if abs(R[o + j]) > scale[j] * tol_own[j]:
+            return False
+    return True
 
 
 def advance(nsteps, dt, status, *args):
@@ -218,9 +261,9 @@ def advance(nsteps, dt, status, *args):
 
 
 @njit(cache=True)
-def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, gravity, nm, mass, Jb,
+def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, gravity, nm, mass, Jb,
         j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
-        el_start, el_body, el_data, el_index, el_arm, el_stiff, el_dofs, el_pos,
+        el_start, el_body, el_data, el_index, el_arm, el_stiff, el_first, el_ref, el_owner, el_rot, el_dofs, el_pos,
         body_pos, size, parent, order, dense_flat, sym, mode, modified, max_it, rtol, atol, roundoff, noise,
         contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters, hist_out, R_out,
         scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
@@ -232,7 +275,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     :func:`_evaluate`).  Returns the blocks completed; ``status`` as in :func:`advance_frames`.
     """
     n_all = r.shape[0]
-    ndof = 6 * nm
+    n_own = lam.shape[0]  # the elements' own unknowns (physical), after the bodies' in R, du, …
+    ndof = 6 * nm + n_own
     is_dense = dense_flat.shape[0] > 0  # else the block tree LU, or the block sparse LU if sym is not empty
     c_a = 1.0 / (beta * dt * dt)
     g = gamma / (beta * dt)
@@ -252,8 +296,11 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
     n_el = el_body.shape[0]
-    el_res, el_out, K1, dummy, nopos, nodata, scr = _work(n_el)
-    du = np.empty(ndof); tree_work = np.empty(18 * nm)
+    el_res, el_out, K1, dummy, nopos, nodata, scr = _work(n_el, el_dofs.shape[1])
+    du = np.empty(ndof); tree_work = np.empty(max(18 * nm, ndof))
+    lam1 = np.empty(n_own); lam0 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own)
+    for j in range(n_own):
+        scale[j] = el_ref[j] * c_a  # k = m_ref/(βΔt²) or J_ref/(βΔt²)
     n_conn = n_el
     cf = np.empty((n_conn, 3)); cm = np.empty((n_conn, 3)); cl = np.empty(n_conn)  # single-state scratch
     r0 = np.empty_like(r); q0 = np.empty_like(q); v0 = np.empty_like(v)
@@ -264,9 +311,10 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         status[j] = 0
     for f in range(nframes):
         if frames:
-            r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy
+            r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy; lam0[:] = lam
             lu_state[0] = 0.0  # a fresh tangent and no predictor history after every frame (GeneralizedAlpha.restart)
             prev_dt[0] = 0.0
+            lam[:] = 0.0
         for step in range(spf):
             ks = f * spf + step
             # --- per-step constants (prepare) -------------------------------------------
@@ -307,6 +355,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     d[i, j] = dt * v[i, j] + dt * dt * ((0.5 - beta) * a[i, j]
                                                         + beta * (a[i, j] + ratio * (a[i, j] - a_prev[i, j])))
                     th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j] + beta * CA[j])
+            lam1[:] = lam  # the elements' own unknowns start from the last step's
             # --- Newton (the stopping test of mbsim.integrators.generalized_alpha) ------------
             have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
             last = np.inf
@@ -320,7 +369,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 kmode = mode if fresh else 0
                 culprit = _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
                                     a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
-                                    el_start, el_body, el_data, el_dofs, el_pos, body_pos,
+                                    el_start, el_body, el_data, el_first, lam1, scale, el_dofs, el_pos, body_pos,
                                     R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
                 if culprit >= 0:
                     reason = DEGENERATE
@@ -339,15 +388,17 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     break
                 _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1,
                             al1, a_pred, w_pred, al_pred, R, Q, tol)
+                _own_tolerances(nm, el_body, el_owner, el_rot, tol, tol_own)
+                hold = _rows_hold(R, nm, scale, tol_own)
                 culprit = _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent, order,
                                       sym, lu_state, dt, R, du, tree_work, counters)
                 if culprit != -1:
                     reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                     break
                 have = True
-                sz = _size(du, tol)
+                sz = _size(du, tol, tol_own)
                 rate = sz / last if last > 0.0 else np.inf
-                if k > 0 and (sz <= noise or (rate < 1.0 and sz <= 1.0 - rate)):
+                if k > 0 and hold and (sz <= noise or (rate < 1.0 and sz <= 1.0 - rate)):
                     break  # converged: ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol, or Δu_k is noise
                 if k == max_it:
                     reason = MAX_ITERATIONS
@@ -358,14 +409,14 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     counters[2] += 1
                     _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
                               a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
-                              el_start, el_body, el_data, el_dofs, el_pos, body_pos,
+                              el_start, el_body, el_data, el_first, lam1, scale, el_dofs, el_pos, body_pos,
                               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
                     culprit = _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent,
                                           order, sym, lu_state, dt, R, du, tree_work, counters)
                     if culprit != -1:
                         reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                         break
-                    sz = _size(du, tol)
+                    sz = _size(du, tol, tol_own)
                 if not modified:
                     have = False
                     lu_state[0] = 0.0
@@ -376,6 +427,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     for j in range(3):
                         d[i, j] += du[6 * i + j]
                     kb.cay_compose((du[6 * i + 3], du[6 * i + 4], du[6 * i + 5]), th, i)
+                for j in range(n_own):  # the solve is for λ̃ = λ/k
+                    lam1[j] += scale[j] * du[6 * nm + j]
             status[3] = k  # what the last step did, for GeneralizedAlpha.step's StepResult
             status[5] = nh
             for j in range(nh):
@@ -399,9 +452,10 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     w[i, j] = w1[i, j]; al[i, j] = al1[i, j]
                 for j in range(4):
                     q[i, j] = q1[i, j]
+            lam[:] = lam1
             prev_dt[0] = dt
-            _, pd = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, cf, cm, cl, Rn,
-                                  el_res, el_out, K1, dummy, nopos, nodata, scr)
+            _, pd = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_first, lam, scale, cf, cm, cl,
+                                  Rn, el_res, el_out, K1, dummy, nopos, nodata, scr)
             pe = 0.0
             for i in range(n_all):
                 for j in range(3):
@@ -413,12 +467,12 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         if not frames:
             continue
         if not (_finite2(r) and _finite2(q) and _finite2(v) and _finite2(a) and _finite2(w) and _finite2(al)):
-            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0
+            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
             prev_dt[0] = 0.0
             status[1] = 1
             return f
-        if not _frame_row(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, el_data, el_index,
-                          scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, f,
+        if not _frame_row(r, q, v, w, a, al, energy, lam, scale, mass, Jb, gravity, el_start, el_body, el_data,
+                          el_index, el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, f,
                           out, Rn, el_res, el_out, K1, dummy, nopos, nodata, scr):
             status[0] = spf
             status[1] = 2
@@ -427,14 +481,14 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
 
 
 @njit(cache=True)
-def _frame_row(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, el_data, el_index, scenario_order,
-               f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, f,
+def _frame_row(r, q, v, w, a, al, energy, lam, scale, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_first,
+               scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, f,
                out, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
     """Row ``f`` of the frame buffers (mbsim.diagnostics.FRAME_BUFFER_KEYS: OUTPUT.md's per-frame
     datasets in scenario order, ``scenario_order[j]`` the internal index of scenario body j) from the
     state; returns False if the element actions, energies or momenta are not finite (the row is
     written all the same).  ``energy`` = [dissipated, external work, …]; ``out`` (9,), ``R`` (n, 3, 3): work."""
-    _frame_into(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index,
+    _frame_into(r, q, v, w, lam, scale, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_first,
                 f_force[f], f_moment[f], f_length[f], out, R, el_res, el_out, K1, dummy, nopos, nodata, scr)
     for j in range(scenario_order.shape[0]):
         i = scenario_order[j]
@@ -458,8 +512,9 @@ def _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, 
     """du ← K⁻¹R with the factorization in ``lu_data``, factorizing the tangent ``data`` first if
     ``fresh``.  Returns −1; or, when the tangent is singular, the moving body (internal index) whose
     pivot block is singular -- for the dense LU the body of the zero pivot's column, a guess: with row
-    pivoting the dependency may involve earlier bodies; for the block LU the block, a body while every
-    block is one body's 6 unknowns; −2 when du is not finite."""
+    pivoting the dependency may involve earlier bodies, or ``nm`` + an element-owned unknown; for the
+    block LU the block (a body's, with the own unknowns of the element to its parent, or the own
+    unknowns of an element closing a loop); −2 when du is not finite."""
     if fresh:
         counters[1] += 1
         bad = _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, order, sym)
@@ -478,7 +533,9 @@ def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, 
     singular (the dense LU: the body of the zero pivot's column)."""
     if is_dense:
         bad = dense.factorize(data, dense_flat, ndof, lu_data, piv_flat)
-        return bad // 6 if bad >= 0 else -1
+        if bad < 0:
+            return -1
+        return bad // 6 if bad < 6 * nm else nm + bad - 6 * nm  # a body, or nm + an element-owned unknown
     lu_data[:] = data
     if sym.shape[0] > 0:
         return blocklu.factorize(lu_data, sym, piv_flat)
@@ -498,23 +555,25 @@ def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, R, du, wor
 
 
 @njit(cache=True)
-def frame(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_arm, el_stiff,
-          el_dofs, el_pos, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars):
+def frame(r, q, v, w, a, al, energy, lam, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_arm, el_stiff,
+          el_first, el_ref, el_owner, el_rot, el_dofs, el_pos, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force,
+          f_moment, f_length, f_scalars):
     """Row 0 of the frame buffers from one state (:func:`_frame_row`, the compiled loop's own frame
-    code); False if its element actions, energies or momenta are not finite."""
-    el_res, el_out, K1, dummy, nopos, nodata, scr = _work(el_body.shape[0])
-    return _frame_row(r, q, v, w, a, al, energy, mass, Jb, gravity, el_start, el_body, el_data, el_index,
-                      scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, 0,
+    code; ``lam`` the elements' own unknowns); False if its element actions, energies or momenta are
+    not finite."""
+    el_res, el_out, K1, dummy, nopos, nodata, scr = _work(el_body.shape[0], el_dofs.shape[1])
+    return _frame_row(r, q, v, w, a, al, energy, lam, el_ref, mass, Jb, gravity, el_start, el_body, el_data, el_index,
+                      el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, 0,
                       np.empty(9), np.empty((r.shape[0], 3, 3)), el_res, el_out, K1, dummy, nopos, nodata, scr)
 
 
 @njit(cache=True)
-def _frame_into(r, q, v, w, mass, Jb, gravity, el_start, el_body, el_data, el_index, force, moment, length, out, R,
-                el_res, el_out, K1, dummy, nopos, nodata, scr):
+def _frame_into(r, q, v, w, lam, scale, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_first, force,
+                moment, length, out, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
     """:func:`frame` with its work arrays given (``R``: (n, 3, 3), receives Λ of every body)."""
     n_all = r.shape[0]
-    spring_energy, _ = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, force, moment, length, R,
-                                     el_res, el_out, K1, dummy, nopos, nodata, scr)
+    spring_energy, _ = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_first, lam, scale, force,
+                                     moment, length, R, el_res, el_out, K1, dummy, nopos, nodata, scr)
     kinetic, grav = 0.0, 0.0
     for j in range(2, 8):
         out[j] = 0.0

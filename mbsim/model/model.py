@@ -3,15 +3,17 @@ the packed element instances and loads, built once from a validated scenario.
 
 Internal body order is ``[moving bodies…, fixed bodies…, world]`` so that the
 unknowns of the moving bodies are a contiguous prefix: body ``i < n_moving``
-owns unknowns ``6i … 6i+5`` = ``[Δr, Δθ]``.  ``order`` maps scenario order to
-internal order for output.
+owns unknowns ``6i … 6i+5`` = ``[Δr, Δθ]``; the elements' own unknowns (a
+joint's multipliers) follow, ``6·n_moving + u``.  ``order`` maps scenario
+order to internal order for output.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
 import numpy as np
 
-from ..elements import ELEMENTS, Elements
+from .. import elements as registry
+from ..elements import Elements
 from ..scenario.spec import WORLD, Scenario
 from .kinematics import Kinematics
 from .rotations import cross, matvec, quat_to_matrix
@@ -46,7 +48,7 @@ class Model:
     n_moving, n_bodies, n_all : int
         Moving bodies, declared bodies, declared bodies + world.
     ndof : int
-        Unknowns: 6 per moving body (room is left for element unknowns after them).
+        Unknowns: 6 per moving body, then the elements' own (``elements.n_unknowns``).
     order : (n_bodies,) int
         Internal index of each declared body, in scenario order.
     mass : (n_all,), inertia : (n_all, 3, 3)
@@ -67,7 +69,6 @@ class Model:
         self.n_moving = len(moving)
         self.n_bodies = len(specs)
         self.n_all = self.n_bodies + 1
-        self.ndof = 6 * self.n_moving
         self.order = np.empty(self.n_bodies, dtype=np.intp)
         self.order[internal] = np.arange(self.n_bodies)
         self.order_is_identity = bool(np.array_equal(self.order, np.arange(self.n_bodies)))
@@ -87,7 +88,8 @@ class Model:
         self.gravity = np.asarray(scenario.gravity, dtype=float)
 
         R0 = quat_to_matrix(self.q0)
-        self.elements = Elements(ELEMENTS, scenario.connectors, self.index, self.r0, R0)
+        self.elements = Elements(registry.ELEMENTS, scenario.connectors, self.index, self.r0, R0)
+        self.ndof = 6 * self.n_moving + self.elements.n_unknowns
         self.n_connectors = len(scenario.connectors)
         self.connector_names = [c.name for c in scenario.connectors]
 
@@ -97,6 +99,17 @@ class Model:
             vector=np.array([ld.vector for ld in loads], dtype=float).reshape(-1, 3),
             is_torque=np.array([ld.type == "torque" for ld in loads], dtype=bool),
             scales=tuple(ld.scale for ld in loads))
+
+    def unknown_reference(self) -> np.ndarray:
+        """Per own unknown of the elements, the m_ref [kg] or J_ref [kg·m²] of its scale factor
+        ``k = m_ref/(βΔt²)`` or ``J_ref/(βΔt²)`` (THEORY §11): the mean mass, or the mean largest
+        principal moment of inertia, of the moving bodies."""
+        el, nm = self.elements, self.n_moving
+        if el.n_unknowns == 0 or nm == 0:
+            return np.ones(el.n_unknowns)
+        m_ref = float(np.mean(self.mass[:nm]))
+        j_ref = float(np.mean(np.linalg.eigvalsh(self.inertia[:nm])[:, -1]))
+        return np.where(el.unknown_rotation, j_ref, m_ref)
 
     # ------------------------------------------------------------------
     def external(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -343,4 +343,29 @@ def test_the_compiled_tolerances_are_the_documented_ones():
     assert np.allclose(tol, expected, rtol=1e-14, atol=0)
     du = rng.normal(size=6 * nm) * 1e-12
     size = np.max(np.linalg.norm(du.reshape(-1, 2, 3), axis=2) / expected)
-    assert stepper._size(du, tol) == pytest.approx(size, rel=1e-14)
+    assert stepper._size(du, tol, np.zeros(0)) == pytest.approx(size, rel=1e-14)
+
+
+def test_element_owned_unknowns_are_weighed_like_positions_and_their_rows_in_their_own_units():
+    """THEORY §11 / docs/newton.md: a scaled multiplier λ̃ = λ/k is a length (an angle), weighed against
+    the translation (rotation) tolerance of the moving bodies its element joins, the smaller one; its row
+    −kΦ must hold as |Φ| ≤ that tolerance, in metres (radians)."""
+    from mbsim.kernels import stepper
+    nm = 2
+    el_body = np.array([[0, 3], [0, 1]])  # element 0: body 0 and a fixed body; element 1: bodies 0 and 1
+    owner, rotation = np.array([0, 1, 1]), np.array([0, 0, 1])
+    tol = np.array([[1e-3, 2e-3], [5e-4, 4e-4]])
+    tol_own = np.empty(3)
+    stepper._own_tolerances(nm, el_body, owner, rotation, tol, tol_own)
+    assert np.array_equal(tol_own, [1e-3, 5e-4, 4e-4])
+    du = np.zeros(6 * nm + 3)
+    du[6 * nm:] = [0.5e-3, 1e-4, 2e-4]  # 0.5, 0.2 and 0.5 of their tolerances
+    assert stepper._size(du, tol, tol_own) == pytest.approx(0.5, rel=1e-15)
+    du[6 * nm + 1] = 1e-3  # twice its tolerance: it decides the size
+    assert stepper._size(du, tol, tol_own) == pytest.approx(2.0, rel=1e-15)
+    scale = np.array([1e4, 2e4, 3e4])
+    R = np.zeros(6 * nm + 3)
+    R[6 * nm:] = scale * tol_own * 0.99  # |Φ| just inside the tolerance (R = −kΦ)
+    assert stepper._rows_hold(R, nm, scale, tol_own)
+    R[6 * nm + 2] = -scale[2] * tol_own[2] * 1.01
+    assert not stepper._rows_hold(R, nm, scale, tol_own)
