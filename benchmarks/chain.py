@@ -42,6 +42,10 @@ import tempfile
 import time
 from pathlib import Path
 
+# a cold numba cache compiles in the foreground (not the interpreted first run of mbsim.kernels.firstrun):
+# these figures are of the compiled code
+os.environ.setdefault("MBSIM_FIRST_RUN", "compile")
+
 # Run from a checkout without installing: the repository root holds the package.
 sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
 

@@ -64,6 +64,10 @@ import sys
 import time
 from pathlib import Path
 
+# a cold numba cache compiles in the foreground (not the interpreted first run of mbsim.kernels.firstrun):
+# these figures are of the compiled code
+os.environ.setdefault("MBSIM_FIRST_RUN", "compile")
+
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
 # Run from a checkout without installing: the repository root holds the package.

@@ -23,6 +23,7 @@ from . import resources
 from .diagnostics import frame_buffers, frame_quantities, frames_from_buffers
 from .energy import energy_drift
 from .integrators import INTEGRATORS
+from .kernels import firstrun
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -297,7 +298,12 @@ class _Loop:
         says so on stderr when that takes long (the first run on a machine)."""
         t0 = time.perf_counter()
         timer = None
-        if self.notify is not None:
+        interpreted = firstrun.start(self.sc)  # a cold cache: plain Python, compiled when the background is done
+        if interpreted:
+            if self.notify is not None:
+                self.notify("first run on this machine: running uncompiled while the numerical kernels compile "
+                            "in the background for the next runs (about a minute) …")
+        elif self.notify is not None:
             timer = threading.Timer(COMPILE_NOTICE_S, self.notify,
                                     ("compiling the numerical kernels for this machine (the first run only, "
                                      "about a minute; numba caches them) …",))
@@ -312,6 +318,8 @@ class _Loop:
             try:
                 self.integ.warm_up(s, sc.time.step, every)
                 frame_quantities(self.model, s)  # the frame kernel too: frame 0 is written in the timed loop
+                if not interpreted:
+                    firstrun.mark_ready()
             except Exception:  # noqa: BLE001 - the time loop meets (and reports) the same trouble
                 pass
         finally:
@@ -449,6 +457,7 @@ class _Loop:
                 frames_blocks = blocks and self.multi_frame
                 while not ctl.done(s.t):
                     self._check_signal()
+                    firstrun.poll()  # a first run: compiled from here on once the background compilation is done
                     nf = ctl.full_frames_ahead() if frames_blocks and not python_next else 0
                     if nf:
                         s, python_next = self._frames_block(s, nf)

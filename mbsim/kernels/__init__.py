@@ -43,6 +43,8 @@ class Kernel:
         self.py_func = func
         self.options = options
         self._dispatcher = None
+        self._target = func if _interpreted else self._first_call  # what __call__ calls
+        _KERNELS.append(self)
         self.__name__, self.__qualname__ = func.__name__, func.__qualname__
         self.__module__, self.__doc__, self.__wrapped__ = func.__module__, func.__doc__, func
 
@@ -58,11 +60,50 @@ class Kernel:
                 self._dispatcher = self.py_func
         return self._dispatcher
 
+    def _first_call(self, *args):
+        self._target = self.dispatcher
+        return self._target(*args)
+
     def __call__(self, *args):
-        return self.dispatcher(*args)
+        return self._target(*args)
 
     def __repr__(self):
         return f"<kernel {self.__module__}.{self.__qualname__}>"
+
+
+_KERNELS: list[Kernel] = []  # every kernel, for interpret()
+_interpreted = False
+_swapped: dict = {}  # (module name, global name) -> the Kernel a module global held before interpret(True)
+
+
+def interpret(on: bool) -> None:
+    """Run every kernel as plain Python (``on``), or compiled again.
+
+    Interpreted, the module globals of mbsim's compiled sources that name a kernel are bound to its
+    plain function, so that kernels call each other directly (a call through :class:`Kernel` costs
+    more than a small kernel's arithmetic); compiled, they name the kernels again (numba must see
+    them when it compiles).  The same source, the same arithmetic: the same results.
+    """
+    global _interpreted
+    if on == _interpreted:
+        return
+    _interpreted = on
+    for k in _KERNELS:
+        k._target = k.py_func if on else (k._dispatcher if k._dispatcher is not None else k._first_call)
+    if on:
+        for mod in list(sys.modules.values()):
+            f = getattr(mod, "__file__", None)
+            if not f or not str(Path(f).resolve()).startswith(_OURS):
+                continue
+            g = vars(mod)
+            for name, val in list(g.items()):
+                if isinstance(val, Kernel):
+                    _swapped[(mod.__name__, name)] = val
+                    g[name] = val.py_func
+    else:
+        for (modname, name), k in _swapped.items():
+            vars(sys.modules[modname])[name] = k
+        _swapped.clear()
 
 
 def on_numba(register: Callable[[], None]) -> Callable[[], None]:
