@@ -12,7 +12,7 @@ is done -- a long run then continues compiled, loaded from the cache.  The
 same source runs either way, with the same arithmetic: the same results.
 
 ``MBSIM_FIRST_RUN=compile`` compiles in the foreground as before (the default on
-a machine with a single CPU, where the two would share it);
+a machine with a single CPU, where the two would share it, and off POSIX systems);
 ``MBSIM_FIRST_RUN=interpret`` interprets on a cold cache even with one CPU.
 
 The background process writes ``mbsim-ready-KEY`` next to numba's cache entries
@@ -92,7 +92,7 @@ def start(scenario) -> bool:
         _last_poll = 0.0
         return not poll()
     mode = os.environ.get("MBSIM_FIRST_RUN", "auto")
-    if not NUMBA or mode == "compile":
+    if not NUMBA or mode == "compile" or os.name != "posix":  # (os.kill(pid, 0) probes a process on POSIX only)
         return False
     from numba.core import config
     if config.DISABLE_JIT:
