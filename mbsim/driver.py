@@ -358,13 +358,13 @@ class _Loop:
             self._fper = int(max(1, min(self._fcap, CALL_SECONDS / per if per > 0 else self._fcap)))
         ctl.k += steps
         s = replace(new, t=ctl.k * step)
-        if ctl.is_frame(ctl.k):
-            s = integ.restart(s)  # as after every frame of the Python loop
         if done:
             ends = np.arange(1, done + 1) * ctl.every - 1  # last step of each frame
             self._frames(done, (k0 + ends + 1) * step, its[ends], res[ends], step)
-        if flag == 2:  # the frame's own quantities overflow: _frame says so
+        if flag == 2:  # the frame's own quantities overflow: _frame says so (of the state as stepped)
             self._frame(s, int(its[-1]), float(res[-1]), step)
+        if ctl.is_frame(ctl.k):
+            s = integ.restart(s)  # as after every frame of the Python loop
         return s, done < nf
 
     def _frames(self, m, times, iterations, rnorms, dt):

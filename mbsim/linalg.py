@@ -138,7 +138,8 @@ class LinearSolver:
             piv = self._piv.copy()
             bad = blocklu.factorize(data, self.sym, piv)
             if bad >= 0:
-                raise SingularMatrix(f"singular diagonal block of moving body {bad} (internal order)")
+                raise SingularMatrix(f"singular diagonal block {bad} (moving body {bad} in internal order when "
+                                     f"below their number; else the own unknowns of an element closing a loop)")
 
             def solve(rhs):
                 x = np.empty(n)

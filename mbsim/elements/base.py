@@ -126,7 +126,8 @@ class Elements:
     unknown_element, unknown_rotation : (n_unknowns,)
         The instance each own unknown belongs to, and whether it is a rotational one.
     width : int
-        Local unknowns per instance, ``12 + m`` of the kind with the most own unknowns.
+        Local unknowns per instance, ``12 + m`` of the kind with the most own unknowns among those
+        the model has instances of.
     """
 
     def __init__(self, kinds, connectors, body_index: dict, r0: np.ndarray, R0: np.ndarray):
@@ -179,7 +180,9 @@ class Elements:
         self.n_unknowns = len(owner)
         self.unknown_element = np.array(owner, dtype=np.int64)
         self.unknown_rotation = np.array(rotation, dtype=bool)
-        self.width = 12 + max((len(k.unknowns) for k in self.kinds), default=0)
+        # the widest kind this model has instances of: a model without joints keeps 12 (the fast paths)
+        self.width = 12 + max((len(k.unknowns) for i, k in enumerate(self.kinds) if start[i + 1] > start[i]),
+                              default=0)
 
     def __len__(self):
         return self.n

@@ -577,7 +577,8 @@ class GeneralizedAlpha:
 
     def update(self, d: np.ndarray, th: np.ndarray, du: np.ndarray):
         """Newton update of the increments of the moving bodies: ``d ← d + Δr`` and ``θ`` such that
-        ``cay(θ) = cay(Δθ)cay(θ)`` (the left update ``Λ' ← cay(Δθ)Λ'`` of THEORY §1)."""
+        ``cay(θ) = cay(Δθ)cay(θ)`` (the left update ``Λ' ← cay(Δθ)Λ'`` of THEORY §1).  ``du`` holds the
+        bodies' corrections only, ``du[:6·n_moving]`` (an element's own unknowns: λ += k·Δλ̃)."""
         nm = self.model.n_moving
         du = du.reshape(nm, 6)
         d, th = d.copy(), th.copy()

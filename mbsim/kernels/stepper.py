@@ -298,7 +298,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     n_el = el_body.shape[0]
     el_res, el_out, K1, dummy, nopos, nodata, scr = _work(n_el, el_dofs.shape[1])
     du = np.empty(ndof); tree_work = np.empty(max(18 * nm, ndof))
-    lam1 = np.empty(n_own); lam0 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own)
+    lam1 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own)
     for j in range(n_own):
         scale[j] = el_ref[j] * c_a  # k = m_ref/(βΔt²) or J_ref/(βΔt²)
     n_conn = n_el
@@ -311,7 +311,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         status[j] = 0
     for f in range(nframes):
         if frames:
-            r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy; lam0[:] = lam
+            r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy
             lu_state[0] = 0.0  # a fresh tangent and no predictor history after every frame (GeneralizedAlpha.restart)
             prev_dt[0] = 0.0
             lam[:] = 0.0
@@ -467,7 +467,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         if not frames:
             continue
         if not (_finite2(r) and _finite2(q) and _finite2(v) and _finite2(a) and _finite2(w) and _finite2(al)):
-            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
+            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0
+            lam[:] = 0.0  # restarted, like the predictor's history
             prev_dt[0] = 0.0
             status[1] = 1
             return f

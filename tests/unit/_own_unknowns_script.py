@@ -200,4 +200,9 @@ out["run"] = {"whole": whole.status, "first": first.status, "second": second.sta
               "force_direction": float(np.abs(np.cross(force, pos)).max() / np.abs(force).max()),
               "tension_positive": bool(np.all(np.einsum("ij,ij->i", force[1:], pos[1:]) > 0)),
               "frame0_force": float(np.abs(force[0]).max())}
+# 5. a model without instances of a kind with own unknowns keeps 12-wide blocks (the fast paths)
+plain = dict(pendulum_dict(0.01, 0.1), connectors=[{"type": "spring", "bodies": ["world", "bob"],
+                                                     "points": [[0, 0, 0], [0.3, 0, -0.8]], "stiffness": 10.0}])
+out["widths"] = [Model(scenario_from_dict(plain)).elements.width, Model(scenario_from_dict(pendulum_dict(0.01, 0.1)))
+                 .elements.width]
 print(json.dumps(out))

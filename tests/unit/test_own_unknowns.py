@@ -79,6 +79,11 @@ def test_a_run_with_own_unknowns_writes_frames_and_resumes_to_the_last_bit(figur
     assert r["force_direction"] < 1e-12 and r["tension_positive"]
 
 
+def test_a_model_without_such_elements_keeps_twelve_wide_blocks(figures):
+    """The local width is that of the kinds a model has instances of, not of every registered kind."""
+    assert figures["widths"] == [12, 13]
+
+
 def test_register_refuses_a_taken_name_and_a_late_call(monkeypatch):
     import mbsim.elements as E
     from mbsim import kernels
