@@ -205,8 +205,7 @@ class GeneralizedAlpha:
         # largest principal moment of inertia and longest connector arm |Z| of each moving body
         # (the rotational rows of _tolerances and their round-off)
         nm = model.n_moving
-        # contiguous: a strided column would give the compiled loop a second numba specialization
-        self._j_max = np.ascontiguousarray(np.linalg.eigvalsh(model.inertia[:nm])[:, -1]) if nm else np.zeros(0)
+        self._j_max = model.j_max
         el = model.elements
         arm = np.zeros(model.n_all)
         for side in range(2):
@@ -283,7 +282,7 @@ class GeneralizedAlpha:
                     ctx.Xn, p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt,
                     np.empty(kc.SCRATCH))
         t1 = clock()
-        ev = evaluate_at(m.elements, kin, tangent, lam, m.unknown_reference() * ctx.c_a)
+        ev = evaluate_at(m.elements, kin, tangent, lam, m.unknown_reference * ctx.c_a)
         t2 = clock()
         kb.scatter_residual(asm.el_dofs, ev.residual, R, Q)
         data = None

@@ -38,7 +38,7 @@ def element_arguments(model, assembler=None) -> tuple:
     """The packed element description in the order the kernels of this module take it:
     ``(start, body, data, index, arm, stiff, first, ref, owner, rotation, dofs, pos)``
     (:class:`mbsim.elements.Elements`; ``ref`` the m_ref or J_ref of each own unknown,
-    :meth:`mbsim.model.Model.unknown_reference`, ``owner``/``rotation`` its instance and kind;
+    :attr:`mbsim.model.Model.unknown_reference`, ``owner``/``rotation`` its instance and kind;
     ``dofs``/``pos`` the assembler's scatter maps, empty without an assembler).  Built once per
     model and reused."""
     el = model.elements
@@ -47,7 +47,7 @@ def element_arguments(model, assembler=None) -> tuple:
         maps = (assembler.el_dofs, assembler.el_pos)
     else:
         maps = (np.zeros((0, w), np.int64), np.zeros((0, w * w), np.int32))
-    own = (el.first, model.unknown_reference(), el.unknown_element, el.unknown_rotation.astype(np.int64))
+    own = (el.first, model.unknown_reference, el.unknown_element, el.unknown_rotation.astype(np.int64))
     return (el.start, el.body, el.data, el.index, el.arm, el.stiff) + own + maps
 
 

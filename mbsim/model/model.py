@@ -58,6 +58,12 @@ class Model:
     gravity : (3,)
     elements : Elements
         Every connector instance, packed by kind (:mod:`mbsim.elements`).
+    j_max : (n_moving,)
+        Largest principal moment of inertia of each moving body [kg·m²].
+    unknown_reference : (elements.n_unknowns,)
+        Per own unknown of the elements, the m_ref [kg] or J_ref [kg·m²] of its scale factor
+        ``k = m_ref/(βΔt²)`` or ``J_ref/(βΔt²)`` (THEORY §11): the mean mass, or the mean largest
+        principal moment of inertia, of the moving bodies.
     """
 
     def __init__(self, scenario: Scenario):
@@ -90,6 +96,14 @@ class Model:
         R0 = quat_to_matrix(self.q0)
         self.elements = Elements(registry.ELEMENTS, scenario.connectors, self.index, self.r0, R0)
         self.ndof = 6 * self.n_moving + self.elements.n_unknowns
+        nm, el = self.n_moving, self.elements
+        # contiguous: a strided column would give the compiled loop a second numba specialization
+        self.j_max = np.ascontiguousarray(np.linalg.eigvalsh(self.inertia[:nm])[:, -1]) if nm else np.zeros(0)
+        if el.n_unknowns and nm:
+            m_ref, j_ref = float(np.mean(self.mass[:nm])), float(np.mean(self.j_max))
+            self.unknown_reference = np.where(el.unknown_rotation, j_ref, m_ref)
+        else:
+            self.unknown_reference = np.ones(el.n_unknowns)
         self.n_connectors = len(scenario.connectors)
         self.connector_names = [c.name for c in scenario.connectors]
 
@@ -99,17 +113,6 @@ class Model:
             vector=np.array([ld.vector for ld in loads], dtype=float).reshape(-1, 3),
             is_torque=np.array([ld.type == "torque" for ld in loads], dtype=bool),
             scales=tuple(ld.scale for ld in loads))
-
-    def unknown_reference(self) -> np.ndarray:
-        """Per own unknown of the elements, the m_ref [kg] or J_ref [kg·m²] of its scale factor
-        ``k = m_ref/(βΔt²)`` or ``J_ref/(βΔt²)`` (THEORY §11): the mean mass, or the mean largest
-        principal moment of inertia, of the moving bodies."""
-        el, nm = self.elements, self.n_moving
-        if el.n_unknowns == 0 or nm == 0:
-            return np.ones(el.n_unknowns)
-        m_ref = float(np.mean(self.mass[:nm]))
-        j_ref = float(np.mean(np.linalg.eigvalsh(self.inertia[:nm])[:, -1]))
-        return np.where(el.unknown_rotation, j_ref, m_ref)
 
     # ------------------------------------------------------------------
     def external(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -88,7 +88,7 @@ ctx = ga.prepare(s, 0.01)
 dd, th = np.zeros((n, 3)), np.zeros((n, 3))
 dd[:nm], th[:nm] = rng.normal(size=(nm, 3)) * 0.05, rng.normal(size=(nm, 3)) * 0.4
 lam = np.array([17.0, -4.0])
-scale = model.unknown_reference() * ctx.c_a
+scale = model.unknown_reference * ctx.c_a
 nd = model.ndof
 it = ga.evaluate(ctx, dd, th, "consistent", lam)
 K = ga.tangent_matrix(it.data).toarray()
