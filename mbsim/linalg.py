@@ -83,7 +83,6 @@ class LinearSolver:
         elif ndof > DENSE_MAX_DOFS and nm > 0 and rows is not None:
             from .kernels import blocklu
             self.strategy = "block"
-            self.nm = nm
             blocks = np.asarray(blocks, dtype=np.int64)
             sizes = np.bincount(blocks)
             dofs = np.argsort(blocks, kind="stable")  # the unknowns block by block

@@ -122,7 +122,6 @@ def _prepare() -> None:
     if not NUMBA:  # pragma: no cover
         return
     _numpy_support_without_scipy()
-    from numba.core import caching
     from numba.core.typing.typeof import typeof
     from numba.extending import typeof_impl
 
@@ -130,11 +129,17 @@ def _prepare() -> None:
     def _typeof_kernel(val, c):
         return typeof(val.dispatcher, c.purpose)
 
-    impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
+    impl = _cache_impl()
     if not any(c is _StampedLocator for c in impl._locator_classes):
         impl._locator_classes = [_StampedLocator, *impl._locator_classes]
     for register in _ON_NUMBA:
         register()
+
+
+def _cache_impl():
+    """numba's cache implementation class, which lists the cache locators (renamed across versions)."""
+    from numba.core import caching
+    return getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
 
 
 def _numpy_support_without_scipy() -> None:
@@ -191,17 +196,8 @@ class _Stamped:
     def __init__(self, locator):
         self._locator = locator
 
-    def __getattr__(self, name):  # what numba reads of its own locators (_py_file, _lineno, ...)
+    def __getattr__(self, name):  # everything numba asks of its locators but the stamp: numba's own answer
         return getattr(self._locator, name)
-
-    def ensure_cache_path(self):
-        return self._locator.ensure_cache_path()
-
-    def get_cache_path(self):
-        return self._locator.get_cache_path()
-
-    def get_disambiguator(self):
-        return self._locator.get_disambiguator()
 
     def get_source_stamp(self):
         return (self._locator.get_source_stamp(), _SOURCES)
@@ -212,15 +208,13 @@ class _StampedLocator:
 
     @classmethod
     def from_function(cls, py_func, py_file):
-        from numba.core import caching
         try:
             resolved = str(Path(py_file).resolve())
         except (OSError, TypeError):
             return None
         if not resolved.startswith(_OURS):
             return None
-        impl = getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
-        for other in impl._locator_classes:
+        for other in _cache_impl()._locator_classes:
             if other is cls:
                 continue
             locator = other.from_function(py_func, py_file)
