@@ -18,7 +18,9 @@ from mbsim.cli import main
 
 ROOT = Path(__file__).resolve().parents[2]
 
-SHORT = (ROOT / "scenarios" / "pendulum.yaml").read_text().replace("end: 5.0", "end: 0.3")
+PENDULUM = (ROOT / "scenarios" / "pendulum.yaml").read_text()
+assert "end: 5.0" in PENDULUM  # the short version below must really be short
+SHORT = PENDULUM.replace("end: 5.0", "end: 0.3")
 
 
 def _datasets(path):
