@@ -50,6 +50,10 @@ class Constant:
     def __call__(self, t):
         return self.value + 0.0 * np.asarray(t, dtype=float)
 
+    def derivative(self, t, order: int = 1):
+        """d^order s/dt^order at t (order 0, 1 or 2; the same for every time function)."""
+        return self(t) if order == 0 else 0.0 * np.asarray(t, dtype=float)
+
 
 @dataclass(frozen=True, eq=False)
 class Ramp:
@@ -65,6 +69,45 @@ class Ramp:
         s = np.clip((t - self.t0) / (self.t1 - self.t0), 0.0, 1.0)
         return self.start + (self.end - self.start) * s
 
+    def derivative(self, t, order: int = 1):
+        """The slope between t0 and t1 (0 outside, and at the kinks the one-sided value from
+        the left); the second derivative is 0 (the kinks' impulses are not represented)."""
+        if order == 0:
+            return self(t)
+        t = np.asarray(t, dtype=float)
+        if order == 2:
+            return 0.0 * t
+        inside = (t > self.t0) & (t <= self.t1)
+        return np.where(inside, (self.end - self.start) / (self.t1 - self.t0), 0.0)
+
+
+@dataclass(frozen=True, eq=False)
+class SmoothRamp:
+    """``{smooth_ramp: {t0, t1, from, to}}``: u before t0, w after t1, the quintic
+    ``u + (w − u)(10τ³ − 15τ⁴ + 6τ⁵)``, τ = (t − t0)/(t1 − t0), between: zero velocity and
+    acceleration at both ends."""
+
+    t0: float
+    t1: float
+    start: float  # 'from'
+    end: float  # 'to'
+
+    def __call__(self, t):
+        return self.derivative(t, 0)
+
+    def derivative(self, t, order: int = 1):
+        t = np.asarray(t, dtype=float)
+        h = self.t1 - self.t0
+        tau = np.clip((t - self.t0) / h, 0.0, 1.0)
+        if order == 0:
+            shape = tau ** 3 * (10.0 - 15.0 * tau + 6.0 * tau * tau)
+            return self.start + (self.end - self.start) * shape
+        if order == 1:
+            shape = 30.0 * tau ** 2 * (1.0 - tau) ** 2 / h
+        else:
+            shape = 60.0 * tau * (1.0 - tau) * (1.0 - 2.0 * tau) / (h * h)
+        return (self.end - self.start) * shape
+
 
 @dataclass(frozen=True, eq=False)
 class Sine:
@@ -79,6 +122,16 @@ class Sine:
         t = np.asarray(t, dtype=float)
         return self.offset + self.amplitude * np.sin(2.0 * np.pi * self.frequency * t + self.phase)
 
+    def derivative(self, t, order: int = 1):
+        if order == 0:
+            return self(t)
+        t = np.asarray(t, dtype=float)
+        w = 2.0 * np.pi * self.frequency
+        x = w * t + self.phase
+        if order == 1:
+            return self.amplitude * w * np.cos(x)
+        return -self.amplitude * w * w * np.sin(x)
+
 
 @dataclass(frozen=True, eq=False)
 class Table:
@@ -90,8 +143,21 @@ class Table:
     def __call__(self, t):
         return np.interp(np.asarray(t, dtype=float), self.times, self.values)
 
+    def derivative(self, t, order: int = 1):
+        """The slope of the segment holding t (from the left at a row's time; 0 outside the
+        table); the second derivative is 0 (the kinks' impulses are not represented)."""
+        if order == 0:
+            return self(t)
+        t = np.asarray(t, dtype=float)
+        if order == 2:
+            return 0.0 * t
+        slopes = np.diff(self.values) / np.diff(self.times)
+        seg = np.searchsorted(self.times, t, side="left") - 1  # t in (times[seg], times[seg + 1]]
+        inside = (seg >= 0) & (seg < len(slopes))
+        return np.where(inside, slopes[np.clip(seg, 0, len(slopes) - 1)], 0.0)
 
-TimeFunction = Constant | Ramp | Sine | Table
+
+TimeFunction = Constant | Ramp | SmoothRamp | Sine | Table
 
 
 # --------------------------------------------------------------------------
@@ -149,6 +215,37 @@ class ConnectorSpec:
     params: Mapping[str, object] = field(default_factory=dict)  # a kind's values that have no field above
 
 
+JOINT_TYPES = ("spherical", "revolute", "prismatic", "cylindrical", "planar", "universal", "lock", "distance")
+DRIVEN = {"revolute": ("angle",), "prismatic": ("displacement",), "cylindrical": ("angle", "displacement")}
+"""The drives each joint type may carry (SCENARIO.md, joints)."""
+
+
+@dataclass(frozen=True, eq=False)
+class JointSpec:
+    """A kinematic joint between body A (``body_a``) and body B (``body_b``) (SCENARIO.md, joints;
+    THEORY §11).  Fields a type does not use are None:
+
+    - ``point`` (3,): the joint's origin at t = 0, world frame (every type but distance);
+    - ``axis`` (3,): unit axis at t = 0 (revolute, prismatic, cylindrical, planar);
+    - ``axes`` (2, 3): unit axes at t = 0, ``axes[0]`` fixed in A, ``axes[1]`` in B (universal);
+    - ``points`` (2, 3) and ``length`` > 0 (resolved: the initial distance by default) (distance);
+    - ``angle``, ``displacement``: the drive's time function F(t), F(0) = 0 (DRIVEN types).
+    """
+
+    name: str
+    type: str  # one of JOINT_TYPES
+    body_a: str
+    body_b: str
+    point: Optional[np.ndarray] = None
+    axis: Optional[np.ndarray] = None
+    axes: Optional[np.ndarray] = None
+    points: Optional[np.ndarray] = None
+    length: Optional[float] = None
+    angle: Optional[object] = None  # TimeFunction
+    displacement: Optional[object] = None  # TimeFunction
+    line: Optional[int] = None
+
+
 @dataclass(frozen=True, eq=False)
 class LoadSpec:
     """A force through the centre of mass (``type='force'``) or a torque on a moving body."""
@@ -182,6 +279,8 @@ class IntegratorSpec:
     rtol: float = 1e-8
     atol: float = 1e-10
     modified: bool = True
+    redundant: str = "remove"  # integrator.joints.redundant: 'remove' | 'refuse'
+    velocities: str = "project"  # integrator.joints.velocities: 'project' | 'refuse'
 
 
 @dataclass(frozen=True)
@@ -203,6 +302,7 @@ class Scenario:
     bodies: tuple[BodySpec, ...]
     connectors: tuple[ConnectorSpec, ...] = ()
     loads: tuple[LoadSpec, ...] = ()
+    joints: tuple[JointSpec, ...] = ()
     text: str = ""
     source: Optional[str] = None  # path of the file, if any
     version: int = 1
