@@ -4,7 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from mbsim.model.rotations import rotvec_quat
-from mbsim.scenario.spec import (BodySpec, ConnectorSpec, Constant, IntegratorSpec, LoadSpec,
+from mbsim.scenario.spec import (BodySpec, ConnectorSpec, Constant, IntegratorSpec, JointSpec, LoadSpec,
                                  OutputSpec, Scenario, TimeSpec, frozen_array as fa)
 
 
@@ -30,20 +30,34 @@ def torsional(name, a, b, chi, projection="P1", axis=None):
     return ConnectorSpec(name, "torsional_damper", a, b, damping=float(chi), projection=projection, axis=ax)
 
 
+def joint(name, kind, a, b, point=None, axis=None, axes=None, points=None, length=None, angle=None,
+          displacement=None):
+    """A JointSpec as the loader makes it: axes normalised, a distance's length resolved."""
+    unit = lambda v: fa(np.asarray(v, float) / np.linalg.norm(v))  # noqa: E731
+    if points is not None and length is None:
+        length = float(np.linalg.norm(np.subtract(points[1], points[0])))
+    return JointSpec(name, kind, a, b, point=None if point is None else fa(point),
+                     axis=None if axis is None else unit(axis),
+                     axes=None if axes is None else fa([unit(axes[0]), unit(axes[1])]),
+                     points=None if points is None else fa(points), length=length, angle=angle,
+                     displacement=displacement)
+
+
 def load(body_name, vector, kind="force", scale=None):
     return LoadSpec(kind, body_name, fa(vector), scale if scale is not None else Constant(1.0))
 
 
 def scenario(bodies, connectors=(), loads=(), gravity=(0, 0, 0), end=1.0, step=1e-3, rho_inf=0.9,
              tangent="consistent", interval=None, name="test", max_iterations=25, rtol=1e-8, atol=1e-10,
-             modified=None):
+             modified=None, joints=(), redundant="remove", velocities="project"):
     return Scenario(
         name=name, description="", gravity=fa(gravity), time=TimeSpec(float(end), float(step)),
         integrator=IntegratorSpec(rho_inf=rho_inf, tangent=tangent, max_iterations=max_iterations,
                                   rtol=rtol, atol=atol,
-                                  modified=IntegratorSpec.modified if modified is None else modified),
+                                  modified=IntegratorSpec.modified if modified is None else modified,
+                                  redundant=redundant, velocities=velocities),
         output=OutputSpec(interval=float(interval if interval is not None else step)),
-        bodies=tuple(bodies), connectors=tuple(connectors), loads=tuple(loads))
+        bodies=tuple(bodies), connectors=tuple(connectors), loads=tuple(loads), joints=tuple(joints))
 
 
 def random_rotvec(rng, scale=1.0):
