@@ -18,19 +18,20 @@ from .model.model import Model
 
 # The frame buffers, in the compiled kernels' argument order: OUTPUT.md datasets (scenario body and
 # connector order), then "scalars" = per frame [kinetic, potential, dissipated, external work,
-# linear momentum (3), angular momentum (3)].
+# linear momentum (3), angular momentum (3)]; "joints/errors" = per joint [position error, angle error].
 FRAME_BUFFER_KEYS = ("bodies/position", "bodies/orientation", "bodies/velocity", "bodies/angular_velocity",
                      "bodies/acceleration", "bodies/angular_acceleration", "connectors/force", "connectors/moment",
-                     "connectors/length", "scalars")
+                     "connectors/length", "joints/force", "joints/moment", "joints/errors", "scalars")
 _SCALARS = {"energy/kinetic": 0, "energy/potential": 1, "energy/dissipated": 2, "energy/external_work": 3,
             "momentum/linear": slice(4, 7), "momentum/angular": slice(7, 10)}
 
 
-def frame_buffers(n_bodies: int, n_connectors: int, capacity: int) -> dict:
+def frame_buffers(n_bodies: int, n_connectors: int, capacity: int, n_joints: int = 0) -> dict:
     """Empty frame buffers for ``capacity`` frames (see :data:`FRAME_BUFFER_KEYS`)."""
-    B, C, K = n_bodies, n_connectors, capacity
+    B, C, K, J = n_bodies, n_connectors, capacity, n_joints
     shapes = {"bodies/orientation": (K, B, 4), "connectors/force": (K, C, 3), "connectors/moment": (K, C, 3),
-              "connectors/length": (K, C), "scalars": (K, 10)}
+              "connectors/length": (K, C), "joints/force": (K, J, 3), "joints/moment": (K, J, 3),
+              "joints/errors": (K, J, 2), "scalars": (K, 10)}
     return {k: np.empty(shapes.get(k, (K, B, 3))) for k in FRAME_BUFFER_KEYS}
 
 
@@ -38,8 +39,10 @@ def frames_from_buffers(buffers: dict, m: int, times) -> dict:
     """The first ``m`` rows of the frame buffers as OUTPUT.md datasets (views), with ``time``."""
     sc = buffers["scalars"][:m]
     fr = {"time": times}
-    fr.update({k: buffers[k][:m] for k in FRAME_BUFFER_KEYS if k != "scalars"})
+    fr.update({k: buffers[k][:m] for k in FRAME_BUFFER_KEYS if k not in ("scalars", "joints/errors")})
     fr.update({k: sc[:, j] for k, j in _SCALARS.items()})
+    err = buffers["joints/errors"][:m]
+    fr["joints/position_error"], fr["joints/angle_error"] = err[..., 0], err[..., 1]
     return fr
 
 
@@ -53,9 +56,10 @@ def frame_quantities(model: Model, s) -> dict:
         o = model.order
         args = model._frame_args = (stepper.element_arguments(model), o if o.dtype == np.int64 else o.astype(np.int64))
     elements, order = args
-    buffers = frame_buffers(model.n_bodies, model.n_connectors, 1)
+    buffers = frame_buffers(model.n_bodies, model.n_connectors, 1, model.n_joints)
     lam = s.lam if s.lam is not None else np.zeros(model.elements.n_unknowns)
-    finite = stepper.frame(s.r, s.q, s.v, s.w, s.a, s.al, np.array([s.dissipated, s.external_work]), lam, model.mass,
+    finite = stepper.frame(s.r, s.q, s.v, s.w, s.a, s.al, np.array([s.dissipated, s.external_work]), lam,
+                           model.targets([s.t])[0, 0], model.mass,
                            model.inertia, model.gravity, *elements, order, *(buffers[k] for k in FRAME_BUFFER_KEYS))
     fr = {k: v[0] for k, v in frames_from_buffers(buffers, 1, None).items() if k != "time"}
     fr["time"] = s.t

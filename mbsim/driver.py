@@ -344,11 +344,11 @@ class _Loop:
         whether the next step must be taken in Python (to be redone and diagnosed)."""
         integ, ctl, step = self.integ, self.controller, self.sc.time.step
         if self._fbuf is None:
-            B, C = self.model.n_bodies, self.model.n_connectors
-            row = resources.frame_bytes(B, C)  # bytes per frame in the buffers
+            B, C, J = self.model.n_bodies, self.model.n_connectors, self.model.n_joints
+            row = resources.frame_bytes(B, C, J)  # bytes per frame in the buffers
             loads = 8 * 12 * self.model.n_all * ctl.every  # bytes of loads per frame
             self._fcap = int(max(1, min(FRAMES_PER_CALL, BLOCK_BYTES // row, BLOCK_BYTES // loads)))
-            self._fbuf = frame_buffers(B, C, self._fcap)
+            self._fbuf = frame_buffers(B, C, self._fcap, J)
         nf = min(nframes, self._fcap, self._fper)
         k0 = ctl.k
         t0 = time.perf_counter()

@@ -24,10 +24,10 @@ BYTES_PER_CONNECTOR = 12 * 1024
 BYTES_PER_BODY = 8 * 1024
 
 
-def frame_bytes(n_bodies: int, n_connectors: int) -> int:
+def frame_bytes(n_bodies: int, n_connectors: int, n_joints: int = 0) -> int:
     """Bytes of one stored frame: the OUTPUT.md per-frame datasets, 19 values per body,
-    7 per connector and 16 others (time, energies, momenta, solver data; rounded up)."""
-    return 8 * (19 * n_bodies + 7 * n_connectors + 16)
+    7 per connector, 8 per joint and 16 others (time, energies, momenta, solver data; rounded up)."""
+    return 8 * (19 * n_bodies + 7 * n_connectors + 8 * n_joints + 16)
 
 
 class ResourceError(Exception):
@@ -53,10 +53,10 @@ def estimate(scenario, end: float | None = None) -> Estimate:
         n_full, last, every = step_schedule(end, tm.step, scenario.output.interval)
         steps = n_full + (1 if last else 0)
         frames = 1 + n_full // every + (1 if (n_full % every or last) else 0)
-    B, C = len(scenario.bodies), len(scenario.connectors)
-    per_frame = frame_bytes(B, C)
-    output = 64 * 1024 + len(scenario.text) + 64 * (B + C) + frames * per_frame
-    memory = 64 * 1024**2 + BYTES_PER_CONNECTOR * C + BYTES_PER_BODY * B
+    B, C, J = len(scenario.bodies), len(scenario.connectors), len(scenario.joints)
+    per_frame = frame_bytes(B, C, J)
+    output = 64 * 1024 + len(scenario.text) + 64 * (B + C + J) + frames * per_frame
+    memory = 64 * 1024**2 + BYTES_PER_CONNECTOR * (C + 2 * J) + BYTES_PER_BODY * B
     return Estimate(steps, frames, int(min(output, 2**62)), int(memory))
 
 

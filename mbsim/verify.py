@@ -388,7 +388,8 @@ def diagnose(scenario: Scenario, span: float, runs: Sequence[StepRun], quantitie
 
 def load_kinks(scenario: Scenario, span: float) -> list:
     """Times in (0, span) where a ramp or table load scale changes slope, sorted, with the load
-    that has them: ``[(t, "load 2 (force on 'c', ramp)"), ...]``."""
+    that has them: ``[(t, "load 2 (force on 'c', ramp)"), ...]``.  A smooth_ramp has none (it is C²
+    at its ends, where only its third derivative jumps: the second-order scheme keeps its order)."""
     out = []
     for i, ld in enumerate(scenario.loads):
         f = ld.scale

@@ -23,7 +23,7 @@ _ZA, _ZB, _L = offsets(FIELDS)
 
 
 @njit(cache=False)
-def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
         data, scr):
     direct = pos.shape[0] > 0
     for e in range(lo, hi):
@@ -59,7 +59,7 @@ def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn,
         out[e, LENGTH] = L1
         out[e, POTENTIAL] = 0.0
         out[e, POWER] = 0.0
-        if mode == NONE:
+        if mode <= NONE:
             continue
         ke = 0 if direct else e
         w = K.shape[1]

@@ -7,6 +7,7 @@ defined elsewhere (a test's, a plug-in's) joins with :func:`register`.
 """
 from .base import FORCE, LENGTH, MOMENT, N_OUT, POTENTIAL, POWER, ElementEval, ElementKind, Elements  # noqa: F401
 from .damper import Damper
+from .joints import KINDS as JOINTS
 from .spring import Spring
 from .torsional import TorsionalDamper
 
@@ -14,7 +15,7 @@ ELEMENTS: tuple[type[ElementKind], ...] = (
     Spring,
     Damper,
     TorsionalDamper,
-)
+) + JOINTS
 
 BY_TYPE: dict[str, type[ElementKind]] = {k.type: k for k in ELEMENTS}
 

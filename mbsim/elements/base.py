@@ -16,6 +16,9 @@ An element kind is one class (one file in this package) that says:
 7. ``unknowns`` -- the unknowns of its own each instance brings (the multipliers of a
    joint): one entry per unknown, ``"translation"`` for a multiplier in N conjugate to a row
    in metres, ``"rotation"`` for one in N·m conjugate to a row in radians; ``()`` for none.
+   A kind whose instances differ (a joint with or without a drive) gives them per instance,
+   ``unknowns_of(spec)``; ``section`` is the scenario list its instances come from
+   (``"connectors"`` or ``"joints"``).
 
 :mod:`mbsim.elements` registers the kinds (their order is their kind id) and
 :mod:`mbsim.elements.engine` calls their laws through one switch.  docs/develop.md
@@ -46,9 +49,9 @@ from typing import Callable, ClassVar, Optional
 
 import numpy as np
 
-# Columns of the per-instance output row ``out`` that a law fills.
-FORCE, MOMENT, LENGTH, POTENTIAL, POWER = 0, 3, 6, 7, 8
-N_OUT = 9
+# Columns of the per-instance output row ``out`` that a law fills (the errors: a joint's, m and rad).
+FORCE, MOMENT, LENGTH, POTENTIAL, POWER, POSITION_ERROR, ANGLE_ERROR = 0, 3, 6, 7, 8, 9, 10
+N_OUT = 11
 
 
 def offsets(fields) -> tuple:
@@ -71,7 +74,13 @@ class ElementKind:
     stiffness: ClassVar[Optional[str]] = None
     failure: ClassVar[str] = "is undefined at this state"
     unknowns: ClassVar[tuple] = ()  # ("translation" | "rotation", …): own unknowns per instance
+    section: ClassVar[str] = "connectors"  # the scenario list of its instances
     law: ClassVar[Callable]
+
+    @classmethod
+    def unknowns_of(cls, spec) -> tuple:
+        """The own unknowns of the instance ``spec`` (``unknowns`` unless a kind's instances differ)."""
+        return cls.unknowns
 
     @staticmethod
     def read(r, m) -> dict:
@@ -112,7 +121,10 @@ class Elements:
     data : (n, P) float
         Parameter rows (the kind's ``fields``; P the widest kind's row).
     index : (n,) int64
-        Scenario position of each instance (the row of ``/connectors/*`` in the result).
+        Scenario position of each instance in its section (the row of ``/connectors/*``, or of
+        ``/joints/*`` for a joint).
+    joint : (n,) bool
+        Whether an instance is a joint (of the ``joints`` section).
     names : list of str
     arm : (n, 2)
         |Z_A|, |Z_B| of the material arms (0 where a kind has none).
@@ -126,21 +138,23 @@ class Elements:
     unknown_element, unknown_rotation : (n_unknowns,)
         The instance each own unknown belongs to, and whether it is a rotational one.
     width : int
-        Local unknowns per instance, ``12 + m`` of the kind with the most own unknowns among those
-        the model has instances of.
+        Local unknowns per instance, ``12 + m`` of the instance with the most own unknowns.
     """
 
-    def __init__(self, kinds, connectors, body_index: dict, r0: np.ndarray, R0: np.ndarray):
+    def __init__(self, kinds, connectors, body_index: dict, r0: np.ndarray, R0: np.ndarray, joints=()):
         self.kinds = tuple(kinds)
         width = max((sum(w for _, w in k.fields) for k in self.kinds), default=0)
         start, kind, body, rows, index, names, arm, stiff = [0], [], [], [], [], [], [], []
-        first, owner, rotation = [], [], []
+        first, owner, rotation, is_joint = [], [], [], []
+        sections = {"connectors": connectors, "joints": joints}
         for kid, cls in enumerate(self.kinds):
-            idx = [i for i, c in enumerate(connectors) if c.type == cls.type]
+            items = sections[cls.section]
+            idx = [i for i, c in enumerate(items) if c.type == cls.type]
             start.append(start[-1] + len(idx))
             if not idx:
                 continue
-            specs = [connectors[i] for i in idx]
+            specs = [items[i] for i in idx]
+            is_joint += [cls.section == "joints"] * len(idx)
             ia = np.array([body_index[s.body_a] for s in specs], dtype=np.int64)
             ib = np.array([body_index[s.body_b] for s in specs], dtype=np.int64)
             values = cls.pack(specs, ia, ib, r0, R0)
@@ -148,11 +162,11 @@ class Elements:
             for (name, w), col in zip(cls.fields, offsets(cls.fields)):
                 row[:, col:col + w] = np.asarray(values[name], dtype=float).reshape(len(idx), w)
             rows.append(row)
-            m = len(cls.unknowns)
-            for j in range(len(idx)):
+            for j, spec in enumerate(specs):
+                own = cls.unknowns_of(spec)
                 first.append(len(owner))
-                owner += [len(kind) + j] * m
-                rotation += [u == "rotation" for u in cls.unknowns]
+                owner += [len(kind) + j] * len(own)
+                rotation += [u == "rotation" for u in own]
             kind += [kid] * len(idx)
             body.append(np.stack((ia, ib), axis=1))
             index += idx
@@ -173,6 +187,7 @@ class Elements:
         if self.data.shape[1] == 0:
             self.data = np.zeros((n, 1))
         self.index = np.array(index, dtype=np.int64)
+        self.joint = np.array(is_joint, dtype=bool)
         self.names = names
         self.arm = np.concatenate(arm) if arm else np.zeros((0, 2))
         self.stiff = np.concatenate(stiff) if stiff else np.zeros(0)
@@ -180,9 +195,8 @@ class Elements:
         self.n_unknowns = len(owner)
         self.unknown_element = np.array(owner, dtype=np.int64)
         self.unknown_rotation = np.array(rotation, dtype=bool)
-        # the widest kind this model has instances of: a model without joints keeps 12 (the fast paths)
-        self.width = 12 + max((len(k.unknowns) for i, k in enumerate(self.kinds) if start[i + 1] > start[i]),
-                              default=0)
+        # the widest instance: a model without joints keeps 12 (the fast paths)
+        self.width = 12 + int(np.max(np.bincount(self.unknown_element, minlength=n), initial=0))
 
     def __len__(self):
         return self.n

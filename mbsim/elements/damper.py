@@ -40,7 +40,7 @@ def _B(g, z1, T, a, w1, consistent, S, o, tmp):
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
         data, scr):
     """``f = ε_c (v_pt,B,α − v_pt,A,α)`` on A, no moment, for instances ``lo … hi−1``; returns −1
     (defined at every state)."""
@@ -69,7 +69,7 @@ def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn,
         out[e, LENGTH] = np.sqrt((xB[0] - xA[0]) ** 2 + (xB[1] - xA[1]) ** 2 + (xB[2] - xA[2]) ** 2)
         out[e, POTENTIAL] = 0.0
         pair_residual(f, zAa, zBa, res, e)
-        if mode != NONE:
+        if mode > NONE:
             cg = cd * g
             for r in range(3):
                 for q in range(3):

@@ -16,22 +16,26 @@ from ..kernels.connectors import SCRATCH
 from .. import elements as registry  # ELEMENTS read at use: register() may extend it first
 from .base import N_OUT, ElementEval, Elements
 
-MODES = {None: 0, "consistent": 1, "seed": 2}  # tangent argument -> law mode
+# tangent argument -> law mode: the Newton tangents, and the constrained systems at one state of the joints
+# (THEORY §11: "acceleration", M a + Gᵀλ = f, G a = F̈ − γ; "velocity", the projection's G v = Ḟ), in which a
+# law with own unknowns writes its k·G blocks and the right side k·(target − γ) or k·target of its rows, and the
+# other laws only their forces (modes below 0 are no tangent to them)
+MODES = {None: 0, "consistent": 1, "seed": 2, "acceleration": -1, "velocity": -2}
 
 # The arguments every law takes, in order (the contract of docs/develop.md, item 5).
-LAW_ARGUMENTS = ("lo", "hi", "body", "p", "first", "lam", "scale", "af", "g", "mode", "r1", "rn", "R1", "Rn", "v1", "vn", "w1", "wn",
+LAW_ARGUMENTS = ("lo", "hi", "body", "p", "first", "lam", "scale", "target", "af", "g", "mode", "r1", "rn", "R1", "Rn", "v1", "vn", "w1", "wn",
                  "T", "Om", "res", "K", "out", "pos", "data", "scr")
 
 
-def law(kind, lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+def law(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
         pos, data, scr):
     """The law of kind id ``kind`` on instances ``lo … hi−1``; returns the first instance it finds
     undefined, or −1."""
-    return registry.ELEMENTS[kind].law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1,
+    return registry.ELEMENTS[kind].law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1,
                                        wn, T, Om, res, K, out, pos, data, scr)
 
 
-def _compiled_switch(kind, lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om,
+def _compiled_switch(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om,
                      res, K, out, pos, data, scr):
     """numba's implementation of :func:`law`: a chain of direct calls, generated from the registry."""
     names = ", ".join(LAW_ARGUMENTS)
@@ -53,19 +57,20 @@ def _register_switch():
 
 
 @njit(cache=True)
-def evaluate(start, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def evaluate(start, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
              data, scr):
     """Every element instance: residual rows into ``res`` (n, W), outputs into ``out`` (n, N_OUT), and
     with ``mode`` its tangent blocks into ``K`` (n, W, W), or, given scatter positions ``pos``
     (n, W·W), added straight into ``data`` through ``K`` (1, W, W); W = 12 + the most own unknowns
     of a kind.  ``lam`` holds the own unknowns of all instances (physical), ``first`` where each
-    instance's start, ``scale`` the factor k of each (see :mod:`mbsim.elements.base`).  Returns the
+    instance's start, ``scale`` the factor k of each, ``target`` the value each row holds (a drive's F(t); see
+    :mod:`mbsim.elements.base`).  Returns the
     first instance a law finds undefined, or −1."""
     failed = -1
     for kind in range(start.shape[0] - 1):
         lo, hi = start[kind], start[kind + 1]
         if hi > lo:
-            f = law(kind, lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+            f = law(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
                     pos, data, scr)
             if f >= 0 and failed < 0:
                 failed = f
@@ -76,17 +81,20 @@ _UNUSED = np.zeros((1, 3, 3))  # stands in for T(θ) and Ω at a single state (n
 _NODATA = np.zeros(0)
 
 
-def evaluate_at(el: Elements, kin, tangent=None, lam=None, scale=None) -> ElementEval:
+def evaluate_at(el: Elements, kin, tangent=None, lam=None, scale=None, target=None) -> ElementEval:
     """All instances at the iterate or state ``kin`` (:class:`mbsim.model.kinematics.Kinematics`),
-    tangent blocks returned when ``tangent`` is ``'consistent'`` or ``'seed'``; ``lam`` the own
-    unknowns (zero when not given) and ``scale`` their factors k (one when not given)."""
+    tangent blocks returned when ``tangent`` is ``'consistent'`` or ``'seed'`` (or the constrained
+    systems' blocks, ``'acceleration'``, ``'velocity'``: see MODES); ``lam`` the own unknowns (zero when
+    not given), ``scale`` their factors k (one when not given) and ``target`` the values their rows hold
+    (a drive's F(t), or Ḟ, F̈ for the constrained systems; zero when not given)."""
     n, w = el.n, el.width
     lam = np.zeros(el.n_unknowns) if lam is None else np.ascontiguousarray(lam, dtype=float)
     scale = np.ones(el.n_unknowns) if scale is None else np.ascontiguousarray(scale, dtype=float)
+    target = np.zeros(el.n_unknowns) if target is None else np.ascontiguousarray(target, dtype=float)
     res, out = np.zeros((n, w)), np.empty((n, N_OUT))
     K = np.zeros((n, w, w) if tangent is not None else (1, w, w))
     T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)
-    failed = evaluate(el.start, el.body, el.data, el.first, lam, scale, kin.alpha_f, kin.g, MODES[tangent], kin.r1,
+    failed = evaluate(el.start, el.body, el.data, el.first, lam, scale, target, kin.alpha_f, kin.g, MODES[tangent], kin.r1,
                       kin.rn, kin.R1, kin.Rn, kin.v1, kin.vn, kin.w1, kin.wn, T, Om, res, K, out,
                       np.zeros((0, w * w), np.int32), _NODATA, np.empty(SCRATCH))
     return ElementEval(residual=res, tangent=K if tangent is not None else None, out=out, failed=int(failed))

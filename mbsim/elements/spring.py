@@ -17,7 +17,7 @@ _ZA, _ZB, _K, _L0 = offsets(FIELDS)
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
         data, scr):
     """``f = k (1 − L0/L) c`` on A with ``c = x_B,α − x_A,α`` (zero-length: ``f = k c``) for instances
     ``lo … hi−1``; returns the first with L0 > 0 collapsed to L = 0 (no direction), or −1."""
@@ -44,7 +44,7 @@ def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn,
         out[e, POTENTIAL] = 0.5 * k * (L - L0) ** 2
         out[e, POWER] = 0.0
         pair_residual(f, zAa, zBa, res, e)
-        if mode != NONE:
+        if mode > NONE:
             nv = (c[0] / safe, c[1] / safe, c[2] / safe)
             for r in range(3):  # S[4] = k P, P = (1 − L0/L) I + (L0/L) n⊗n
                 for q in range(3):

@@ -17,7 +17,7 @@ _E, _CHI, _C0, _C1 = offsets(FIELDS)
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
         data, scr):
     """Pure moment ``m = χ_r P (ω_B,α − ω_A,α)`` on A, P = c0 I + c1 n⊗n with the axis n turning with
     body A, for instances ``lo … hi−1``; returns −1 (defined at every state).
@@ -50,7 +50,7 @@ def law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn,
         out[e, POWER] = pw
         out[e, LENGTH] = np.nan
         out[e, POTENTIAL] = 0.0
-        if mode != NONE:
+        if mode > NONE:
             nw = dot(nv, w)
             for r in range(3):  # A = (n·ω) I + n⊗ω
                 for q in range(3):

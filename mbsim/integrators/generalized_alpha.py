@@ -102,6 +102,10 @@ SLOW_STEP = 3
 CONTRACTION_LIMIT = 0.05
 
 
+class SingularJoints(RuntimeError):
+    """The joints' equations are dependent at a state (a redundant joint, or a lock-up)."""
+
+
 @dataclass(frozen=True)
 class AlphaParameters:
     """Generalized-α parameters from ρ∞ (THEORY §2)."""
@@ -131,9 +135,10 @@ class State:
     Newton predictor reads them (:meth:`GeneralizedAlpha.predict`), and
     :meth:`GeneralizedAlpha.restart` drops them.  ``lam`` holds the elements' own
     unknowns (a joint's multipliers, physical: N or N·m) of the step that led here,
-    which belong to t − Δt + α_f Δt (THEORY §11); the residual does not read them,
-    only the Newton start of the next step, so a restart sets them to zero and the
-    steps after a stored frame still depend on that frame alone.
+    which belong to t − Δt + α_f Δt (THEORY §11), or, at t = 0 and after a restart,
+    those of the constrained equations at t (:meth:`GeneralizedAlpha.multipliers`);
+    the residual does not read them, only the Newton start of the next step and the
+    drives' work, so the steps after a stored frame still depend on that frame alone.
     """
 
     t: float
@@ -218,12 +223,58 @@ class GeneralizedAlpha:
 
     # ------------------------------------------------------------------
     def initial_state(self) -> State:
-        """State at t = 0 with the physical initial accelerations (THEORY §4)."""
+        """State at t = 0 with the physical initial accelerations (THEORY §4).  With joints
+        (THEORY §11, initial conditions) the velocities are first made consistent with them
+        (:attr:`velocity_projection` says what changed) and the accelerations and multipliers
+        are those of the constrained equations."""
         m = self.model
-        a, al = m.initial_accelerations(0.0)
-        s = State(0.0, m.r0.copy(), m.q0.copy(), m.v0.copy(), a, m.w0.copy(), al)
+        self.velocity_projection = {}
+        if not m.elements.n_unknowns:
+            a, al = m.initial_accelerations(0.0)
+            s = State(0.0, m.r0.copy(), m.q0.copy(), m.v0.copy(), a, m.w0.copy(), al)
+        else:
+            v, w = m.v0.copy(), m.w0.copy()
+            x, _ = self.constrained(0.0, m.r0, m.q0, v, w, velocities=True)
+            nm = m.n_moving
+            for i in range(nm):
+                dv, dw = x[i, :3] - v[i], x[i, 3:] - w[i]
+                if np.linalg.norm(dv) > 1e-12 * (1.0 + np.linalg.norm(v[i])) or \
+                        np.linalg.norm(dw) > 1e-12 * (1.0 + np.linalg.norm(w[i])):
+                    self.velocity_projection[m.names[i]] = (dv, dw)
+            v[:nm], w[:nm] = x[:, :3], x[:, 3:]
+            x, lam = self.constrained(0.0, m.r0, m.q0, v, w)
+            a, al = np.zeros_like(v), np.zeros_like(w)
+            a[:nm], al[:nm] = x[:, :3], x[:, 3:]
+            s = State(0.0, m.r0.copy(), m.q0.copy(), v, a, w, al, lam=lam)
         pd, pe = self.powers(s)
         return replace(s, power_diss=pd, power_ext=pe)
+
+    def constrained(self, t: float, r, q, v, w, velocities: bool = False):
+        """The joints' constrained equations at one state (:func:`mbsim.kernels.stepper.constrained`):
+        ``(x, lam)`` with ``x`` (n_moving, 6) the accelerations [a, α] and ``lam`` the multipliers, or
+        with ``velocities`` the velocities [v, ω] closest to ``v, w`` that satisfy the joints.  Raises
+        SingularJoints when the joints' equations are dependent there."""
+        from ..kernels import stepper
+        m = self.model
+        if self._fused is None:
+            self._fused = self._fused_arguments()
+        f = self._fused
+        F, M, _, _ = (x[0] for x in m.external_many(np.array([t])))  # as the compiled loop's frames
+        target = m.targets([t])[0, 1 if velocities else 2]
+        x, lam, bad = stepper.constrained(-2 if velocities else -1, m.n_moving, r, q, v, w, m.mass, m.inertia, F, M,
+                                          target, f["elements"], self.assembler.body_pos, self.assembler.size,
+                                          f["structure"], f["lu_data"], f["lu_piv"], f["lu_state"])
+        if bad >= 0:
+            raise SingularJoints(f"the joints' equations are singular at t = {t:g} "
+                                 f"(zero pivot in {self._pivot_block(bad)})")
+        return x, lam
+
+    def multipliers(self, s: State) -> Optional[np.ndarray]:
+        """The joints' multipliers of state ``s`` from the constrained equations (THEORY §11,
+        reactions), None without joints."""
+        if not self.model.elements.n_unknowns:
+            return None
+        return self.constrained(s.t, s.r, s.q, s.v, s.w)[1]
 
     def powers(self, s: State) -> tuple[float, float]:
         """Dissipated power of the dampers and power of the loads at a state [W]."""
@@ -282,7 +333,7 @@ class GeneralizedAlpha:
                     ctx.Xn, p.alpha_f, p.alpha_m, ctx.c_a, ctx.g, tangent is not None, R, Q, Ktt,
                     np.empty(kc.SCRATCH))
         t1 = clock()
-        ev = evaluate_at(m.elements, kin, tangent, lam, m.unknown_reference * ctx.c_a)
+        ev = evaluate_at(m.elements, kin, tangent, lam, m.unknown_reference * ctx.c_a, m.targets([s.t + ctx.dt])[0, 0])
         t2 = clock()
         kb.scatter_residual(asm.el_dofs, ev.residual, R, Q)
         data = None
@@ -363,7 +414,8 @@ class GeneralizedAlpha:
                 if frame_every and self.can_advance:
                     self.advance(s, dt, 0)
                     self.advance_frames(s, dt, 0, 0, frame_every,
-                                        frame_buffers(self.model.n_bodies, self.model.n_connectors, 1))
+                                        frame_buffers(self.model.n_bodies, self.model.n_connectors, 1,
+                                                  self.model.n_joints))
         finally:
             (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, timing) = saved
             if kept is not None:  # the factorization in use, as it was
@@ -437,7 +489,7 @@ class GeneralizedAlpha:
         # t_k = k·dt by multiplication at every frame start, as the driver computes it
         starts = (k0 + spf * np.arange(nframes)) * dt
         times = starts[:, None] + dt * np.arange(spf + 1)
-        b = self._block(s, times, nsteps)
+        b = self._block(s, times, nsteps, ends=(k0 + spf * np.arange(1, nframes + 1)) * dt)
         status = np.zeros(6, np.int64)
         o = self.model.order
         frames = stepper.advance_frames(
@@ -449,11 +501,13 @@ class GeneralizedAlpha:
         return new, frames, steps, int(status[1]), b["iterations"][:steps], b["residuals"][:steps]
 
     def _block(self, s: State, times: np.ndarray, nsteps: int, keep_factorization: bool = False,
-               modified: Optional[bool] = None) -> dict:
+               modified: Optional[bool] = None, ends=None) -> dict:
         """The arguments of the compiled loops for ``nsteps`` steps from ``s``.
 
         ``times`` is ``(blocks, steps per block + 1)``: the step ends of each
         block, at which the loads are evaluated (at n+α between two of them).
+        ``ends`` are the times of the frames' states as the driver gives them (k·Δt; default the
+        blocks' last step ends), at which the joints' reactions are solved for.
         A block starts with a fresh tangent unless ``keep_factorization`` (:meth:`step`: the
         loop reuses the factorization in use if it was made for the same Δt); ``modified``
         overrides the scenario's choice of modified Newton.
@@ -468,6 +522,15 @@ class GeneralizedAlpha:
         M_alpha = np.ascontiguousarray((af * M[:, 1:] + (1 - af) * M[:, :-1])[:, :, :nm].reshape(nsteps, nm, 3))
         FL = np.ascontiguousarray(FL[:, 1:].reshape((nsteps,) + FL.shape[2:]))
         ML = np.ascontiguousarray(ML[:, 1:].reshape((nsteps,) + ML.shape[2:]))
+        # the drives' values at the step ends, and the loads and drives at the frames (mbsim.kernels.stepper.run)
+        n_own = m.elements.n_unknowns
+        TG = m.targets(times.ravel()).reshape(nb, w, 3, n_own)
+        ends = times[:, -1] if ends is None else np.asarray(ends, dtype=float)
+        if n_own:
+            FE, ME, _, _ = m.external_many(ends)
+            FE, TGE = np.concatenate((FE, ME), axis=2), m.targets(ends)
+        else:
+            FE, TGE = np.zeros((nb, m.n_all, 6)), np.zeros((nb, 3, 0))
         if self._fused is None:
             self._fused = self._fused_arguments()
         f = self._fused
@@ -486,7 +549,7 @@ class GeneralizedAlpha:
             "t0": t0,
             "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy, self._lam(s)),
             "model": (nm, m.mass, m.inertia, self._j_max, self._arm, af, p.alpha_m, p.beta, p.gamma),
-            "loads": (F_alpha, M_alpha, FL, ML),
+            "loads": (F_alpha, M_alpha, FL, ML, TG, FE, TGE),
             "elements": f["elements"],
             "solver": (self.assembler.body_pos, self.assembler.size, *f["structure"],
                        {"consistent": 1, "seed": 2}[spec.tangent], modified, spec.max_iterations, spec.rtol,
@@ -572,7 +635,7 @@ class GeneralizedAlpha:
         the last bit)."""
         if self._fused is not None:
             self._fused["lu_state"][0] = 0.0
-        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0, lam=None)
+        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0, lam=self.multipliers(s))
 
     def update(self, d: np.ndarray, th: np.ndarray, du: np.ndarray):
         """Newton update of the increments of the moving bodies: ``d ← d + Δr`` and ``θ`` such that

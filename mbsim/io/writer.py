@@ -48,7 +48,21 @@ FRAME_DATASETS = {
     "solver/residual_norm": ((), "N", "final residual norm (2-norm) of that step"),
     "solver/step": ((), "s", "time-step size used for that step"),
 }
+# only in files of scenarios with joints (OUTPUT.md: the group exists only when J > 0)
+JOINT_DATASETS = {
+    "joints/force": (("J", 3), "N", "reaction force the joint exerts on body A (B receives the opposite), "
+                                    "drive force included"),
+    "joints/moment": (("J", 3), "N*m", "reaction moment on body A about the joint's point (for distance: about "
+                                       "A's point), drive torque included"),
+    "joints/position_error": (("J",), "m", "norm of the joint's translational constraint residuals"),
+    "joints/angle_error": (("J",), "rad", "norm of the joint's rotational constraint residuals; 0 where it has none"),
+}
 SOLVER_KEYS = ("solver/iterations", "solver/residual_norm", "solver/step")
+
+
+def frame_datasets(n_joints: int) -> dict:
+    """The per-frame datasets of a file: FRAME_DATASETS, and JOINT_DATASETS when there are joints."""
+    return {**FRAME_DATASETS, **JOINT_DATASETS} if n_joints else FRAME_DATASETS
 FLUSH_BYTES = 16 * 1024**2  # a block of frames is written when it reaches this size (or after flush_seconds)
 
 
@@ -90,11 +104,17 @@ def _header(f, scenario, attrs: dict) -> None:
     static("connectors/type", [c.type for c in conns], st, "1", "connector type")
     static("connectors/body_a", [c.body_a for c in conns], st, "1", "name of body A")
     static("connectors/body_b", [c.body_b for c in conns], st, "1", "name of body B")
+    joints = getattr(scenario, "joints", ())
+    if joints:
+        static("joints/name", [j.name for j in joints], st, "1", "joint names, in scenario order")
+        static("joints/type", [j.type for j in joints], st, "1", "joint type")
+        static("joints/body_a", [j.body_a for j in joints], st, "1", "name of body A")
+        static("joints/body_b", [j.body_b for j in joints], st, "1", "name of body B")
 
 
 def _frame_shape(path: str, scenario) -> tuple:
-    tail = FRAME_DATASETS[path][0]
-    sizes = {"B": len(scenario.bodies), "C": len(scenario.connectors)}
+    tail = frame_datasets(1)[path][0]
+    sizes = {"B": len(scenario.bodies), "C": len(scenario.connectors), "J": len(getattr(scenario, "joints", ()))}
     return tuple(sizes.get(d, d) for d in tail)
 
 
@@ -126,7 +146,8 @@ class TrajectoryWriter:
         if flush_frames is None:
             B = len(scenario.bodies) if scenario is not None else 0
             C = len(scenario.connectors) if scenario is not None else 0
-            flush_frames = FLUSH_BYTES // frame_bytes(B, C)
+            J = len(scenario.joints) if scenario is not None else 0
+            flush_frames = FLUSH_BYTES // frame_bytes(B, C, J)
         self.flush_frames = max(1, int(flush_frames))
         self.flush_seconds = flush_seconds
         self.counters = counters
@@ -136,7 +157,9 @@ class TrajectoryWriter:
         self.frames = _frames
         if _file is not None:  # see resume()
             self.f = _file
+            self.keys = tuple(k for k in frame_datasets(1) if k in _file)
             return
+        self.keys = tuple(frame_datasets(len(scenario.joints)))
 
         # Build the file under a temporary name and move it into place only once its
         # header is complete and on disk: a kill during creation never leaves a
@@ -146,7 +169,7 @@ class TrajectoryWriter:
         f = self.f = h5py.File(tmp, "w")
         try:
             _header(f, scenario, attrs)
-            for path_, (_, units, desc) in FRAME_DATASETS.items():
+            for path_, (_, units, desc) in frame_datasets(len(scenario.joints)).items():
                 shape = _frame_shape(path_, scenario)
                 row = int(np.prod(shape)) * 8 or 8
                 chunk_rows = int(max(1, min(self.flush_frames, (1 << 20) // row)))
@@ -176,8 +199,9 @@ class TrajectoryWriter:
         becomes ``running`` again and ``attrs`` are updated.
         """
         f = h5py.File(str(path), "r+")
-        T = min(f[k].shape[0] for k in FRAME_DATASETS)
-        for k in FRAME_DATASETS:
+        keys = [k for k in frame_datasets(1) if k in f]
+        T = min(f[k].shape[0] for k in keys)
+        for k in keys:
             if f[k].shape[0] != T:
                 f[k].resize(T, axis=0)
         for k, v in attrs.items():
@@ -192,7 +216,7 @@ class TrajectoryWriter:
         """The preallocated block of ``flush_frames`` rows per dataset, made at the first frame."""
         if self._arr is None:
             self._arr = {k: np.empty((self.flush_frames,) + self.f[k].shape[1:], dtype=self.f[k].dtype)
-                         for k in FRAME_DATASETS}
+                         for k in self.keys}
         return self._arr
 
     def append(self, frame: dict, iterations: int, residual_norm: float, step: float):
@@ -237,9 +261,9 @@ class TrajectoryWriter:
         f = self.f
         if n:
             T0, T1 = self.frames, self.frames + n
-            for k in FRAME_DATASETS:
+            for k in self.keys:
                 f[k].resize(T1, axis=0)
-            for k in FRAME_DATASETS:
+            for k in self.keys:
                 f[k][T0:T1] = self._arr[k][:n]
             self.frames = T1
             self._n = 0
@@ -274,7 +298,7 @@ def write_trajectory(path, scenario, frames: dict, attrs: dict, status: str = "c
     """
     with h5py.File(str(path), "w", libver=("v110", "latest")) as f:
         _header(f, scenario, attrs)
-        for path_, (_, units, desc) in FRAME_DATASETS.items():
+        for path_, (_, units, desc) in frame_datasets(len(getattr(scenario, "joints", ()))).items():
             data = np.asarray(frames[path_], dtype=_frame_dtype(path_))
             if data.shape[1:] != _frame_shape(path_, scenario):
                 raise ValueError(f"{path_}: shape {data.shape} does not fit the scenario")

@@ -22,7 +22,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..elements import engine
-from ..elements.base import FORCE, LENGTH, MOMENT, N_OUT, POTENTIAL, POWER
+from ..elements.base import ANGLE_ERROR, FORCE, LENGTH, MOMENT, N_OUT, POSITION_ERROR, POTENTIAL, POWER
 from . import bodies as kb
 from . import connectors as kc
 from . import blocklu, dense, njit, tree
@@ -36,7 +36,7 @@ _TINY = float(np.finfo(np.float64).tiny)  # as np.finfo(float).tiny in the Pytho
 
 def element_arguments(model, assembler=None) -> tuple:
     """The packed element description in the order the kernels of this module take it:
-    ``(start, body, data, index, arm, stiff, first, ref, owner, rotation, dofs, pos)``
+    ``(start, body, data, index, joint, arm, stiff, first, ref, owner, rotation, dofs, pos)``
     (:class:`mbsim.elements.Elements`; ``ref`` the m_ref or J_ref of each own unknown,
     :attr:`mbsim.model.Model.unknown_reference`, ``owner``/``rotation`` its instance and kind;
     ``dofs``/``pos`` the assembler's scatter maps, empty without an assembler).  Built once per
@@ -48,7 +48,7 @@ def element_arguments(model, assembler=None) -> tuple:
     else:
         maps = (np.zeros((0, w), np.int64), np.zeros((0, w * w), np.int32))
     own = (el.first, model.unknown_reference, el.unknown_element, el.unknown_rotation.astype(np.int64))
-    return (el.start, el.body, el.data, el.index, el.arm, el.stiff) + own + maps
+    return (el.start, el.body, el.data, el.index, el.joint, el.arm, el.stiff) + own + maps
 
 
 @njit(cache=True)
@@ -63,10 +63,11 @@ def _rotations(q, R):
 @njit(cache=True)
 def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
               a_pred, w_pred, al_pred, F_alpha, M_alpha, step, Xn, mass, Jb, krr,
-              el_start, el_body, el_data, el_first, lam, scale, el_dofs, el_pos, body_pos,
+              el_start, el_body, el_data, el_first, lam, scale, target, el_dofs, el_pos, body_pos,
               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr):
     """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th) and
-    element-owned unknowns ``lam`` (physical; ``scale`` their factors k), its positions,
+    element-owned unknowns ``lam`` (physical; ``scale`` their factors k, ``target`` the values their
+    rows hold at t_{n+1}: a drive's F), its positions,
     orientations and rates into r1, q1, …; returns the first element instance whose law is
     undefined there (a collapsed spring), or −1.
 
@@ -85,17 +86,18 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     if mode != 0:
         data[:] = 0.0
         kb.scatter_bodies(body_pos, krr, Ktt, data)
-    failed = engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, af, g, mode, r1, s_r, R1, Rn, v1, s_v,
+    failed = engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, target, af, g, mode, r1, s_r, R1, Rn, v1, s_v,
                              w1, s_w, T, Om, el_res, K1, el_out, el_pos, data, scr)
     kb.scatter_residual(el_dofs, el_res, R, Q)
     return failed
 
 
 @njit(cache=True)
-def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_first, lam, scale, force, moment, length, R,
-                  el_res, el_out, K1, dummy, nopos, nodata, scr):
-    """Element actions at one state (element-owned unknowns ``lam``) into force/moment/length
-    (scenario order) and R ← Λ of every body; returns (stored energy, dissipated power)."""
+def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el_first, lam, scale, target, force,
+                  moment, length, j_force, j_moment, j_error, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
+    """Element actions at one state (element-owned unknowns ``lam``, their rows' values ``target``)
+    into force/moment/length of the connectors and j_force/j_moment/j_error (position, angle) of
+    the joints (scenario order) and R ← Λ of every body; returns (stored energy, dissipated power)."""
     _rotations(q, R)
     # "no tangent" as a run-time int64, not the literal 0: a literal argument would make numba
     # compile a second specialization of every law (~15 s on the first run)
@@ -105,11 +107,18 @@ def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_first, la
             force[c, j] = 0.0
             moment[c, j] = 0.0
         length[c] = np.nan
-    engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, 1.0, 0.0, no_tangent, r, r, R, R, v, v, w, w,
-                    dummy, dummy, el_res, K1, el_out, nopos, nodata, scr)
+    engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, target, 1.0, 0.0, no_tangent, r, r, R, R, v, v,
+                    w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr)
     energy, power = 0.0, 0.0
     for e in range(el_index.shape[0]):
         c = el_index[e]
+        if el_joint[e]:
+            for j in range(3):
+                j_force[c, j] = el_out[e, FORCE + j]
+                j_moment[c, j] = el_out[e, MOMENT + j]
+            j_error[c, 0] = el_out[e, POSITION_ERROR]
+            j_error[c, 1] = el_out[e, ANGLE_ERROR]
+            continue
         for j in range(3):
             force[c, j] = el_out[e, FORCE + j]
             moment[c, j] = el_out[e, MOMENT + j]
@@ -256,20 +265,30 @@ def advance(nsteps, dt, status, *args):
     nb = 0  # no frames: empty frame buffers
     done = run(1, nsteps, False, dt, *args, np.zeros(nb, np.int64), np.empty((nb, nb, 3)), np.empty((nb, nb, 4)),
                np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb, 3)),
-               np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb)), np.empty((nb, 10)), status)
+               np.empty((nb, nb, 3)), np.empty((nb, nb, 3)), np.empty((nb, nb)), np.empty((nb, nb, 3)),
+               np.empty((nb, nb, 3)), np.empty((nb, nb, 2)), np.empty((nb, 10)), status)
     return nsteps if done == 1 else int(status[0])
 
 
 @njit(cache=True)
 def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, gravity, nm, mass, Jb,
-        j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1,
-        el_start, el_body, el_data, el_index, el_arm, el_stiff, el_first, el_ref, el_owner, el_rot, el_dofs, el_pos,
-        body_pos, size, parent, order, dense_flat, sym, mode, modified, max_it, rtol, atol, roundoff, noise,
+        j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1, TG, FE, TGE,
+        el_start, el_body, el_data, el_index, el_joint, el_arm, el_stiff, el_first, el_ref, el_owner, el_rot, el_dofs,
+        el_pos, body_pos, size, parent, order, dense_flat, sym, mode, modified, max_it, rtol, atol, roundoff, noise,
         contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters, hist_out, R_out,
-        scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, status):
+        scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_jforce, f_jmoment, f_jerror,
+        f_scalars, status):
     """The compiled loop of :func:`advance` and :func:`advance_frames`: ``nframes`` blocks of ``spf``
     steps; with ``frames``, each block starts with a fresh tangent and no predictor history
     and ends with the frame checks and quantities of :func:`advance_frames`.
+
+    ``TG`` (blocks, steps per block + 1, 3, own unknowns) holds the values the elements' own rows
+    hold (a drive's F, Ḟ, F̈; 0 for a row without drive) at the step ends of each block.  At every
+    frame boundary ``lam`` holds the joints' multipliers of the state from the constrained
+    equations (THEORY §11, reactions; :func:`_constrained`): the frame's reactions, and the next
+    step's Newton start; ``FE`` (blocks, n, 6), the external forces and moments (gravity included),
+    and ``TGE`` (blocks, 3, own unknowns), the rows' values, are those at each frame's end, at the
+    time the driver gives that state (its restart there repeats the solve to the last bit).
 
     Every work array is allocated here, once per call, and passed down one by one (see
     :func:`_evaluate`).  Returns the blocks completed; ``status`` as in :func:`advance_frames`.
@@ -303,6 +322,9 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         scale[j] = el_ref[j] * c_a  # k = m_ref/(βΔt²) or J_ref/(βΔt²)
     n_conn = n_el
     cf = np.empty((n_conn, 3)); cm = np.empty((n_conn, 3)); cl = np.empty(n_conn)  # single-state scratch
+    jf = np.empty((n_conn, 3)); jm = np.empty((n_conn, 3)); je = np.empty((n_conn, 2))
+    xs = np.empty((nm, 6)); Fx = np.empty((n_all, 3)); Mx = np.empty((n_all, 3)); Jw_ = np.empty((nm, 3, 3)); mw = np.empty(nm)
+    lam0 = np.empty(n_own)
     r0 = np.empty_like(r); q0 = np.empty_like(q); v0 = np.empty_like(v)
     a0 = np.empty_like(a); w0 = np.empty_like(w); al0 = np.empty_like(al); e0 = np.empty_like(energy)
     out = np.empty(9)
@@ -311,10 +333,9 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         status[j] = 0
     for f in range(nframes):
         if frames:
-            r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy
+            r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy; lam0[:] = lam
             lu_state[0] = 0.0  # a fresh tangent and no predictor history after every frame (GeneralizedAlpha.restart)
-            prev_dt[0] = 0.0
-            lam[:] = 0.0
+            prev_dt[0] = 0.0  # (lam: the frame's multipliers, see above)
         for step in range(spf):
             ks = f * spf + step
             # --- per-step constants (prepare) -------------------------------------------
@@ -369,7 +390,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 kmode = mode if fresh else 0
                 culprit = _evaluate(kmode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
                                     a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
-                                    el_start, el_body, el_data, el_first, lam1, scale, el_dofs, el_pos, body_pos,
+                                    el_start, el_body, el_data, el_first, lam1, scale, TG[f, step + 1, 0], el_dofs,
+                                    el_pos, body_pos,
                                     R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
                 if culprit >= 0:
                     reason = DEGENERATE
@@ -409,7 +431,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     counters[2] += 1
                     _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, r, q, v, a, w, al, Rn,
                               a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
-                              el_start, el_body, el_data, el_first, lam1, scale, el_dofs, el_pos, body_pos,
+                              el_start, el_body, el_data, el_first, lam1, scale, TG[f, step + 1, 0], el_dofs,
+                              el_pos, body_pos,
                               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
                     culprit = _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent,
                                           order, sym, lu_state, dt, R, du, tree_work, counters)
@@ -452,10 +475,18 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     w[i, j] = w1[i, j]; al[i, j] = al1[i, j]
                 for j in range(4):
                     q[i, j] = q1[i, j]
+            if n_own > 0:  # the drives' work, −λ_mid·(F(t_{n+1}) − F(t_n)), λ_mid at t_n + Δt/2 (THEORY §11, energy)
+                tau = -(1.0 - af) * prev_dt[0]  # when the last multipliers belong to, from t_n (0: a frame's)
+                wgt = (0.5 * dt - tau) / (af * dt - tau)
+                for j in range(n_own):
+                    dF = TG[f, step + 1, 0, j] - TG[f, step, 0, j]
+                    if dF != 0.0:
+                        energy[1] -= (lam[j] + wgt * (lam1[j] - lam[j])) * dF
             lam[:] = lam1
             prev_dt[0] = dt
-            _, pd = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_first, lam, scale, cf, cm, cl,
-                                  Rn, el_res, el_out, K1, dummy, nopos, nodata, scr)
+            _, pd = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el_first, lam, scale,
+                                  TG[f, step + 1, 0], cf, cm, cl, jf, jm, je, Rn, el_res, el_out, K1, dummy, nopos, nodata,
+                                  scr)
             pe = 0.0
             for i in range(n_all):
                 for j in range(3):
@@ -468,13 +499,24 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             continue
         if not (_finite2(r) and _finite2(q) and _finite2(v) and _finite2(a) and _finite2(w) and _finite2(al)):
             r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0
-            lam[:] = 0.0  # restarted, like the predictor's history
+            lam[:] = lam0
             prev_dt[0] = 0.0
             status[1] = 1
             return f
-        if not _frame_row(r, q, v, w, a, al, energy, lam, scale, mass, Jb, gravity, el_start, el_body, el_data,
-                          el_index, el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, f,
-                          out, Rn, el_res, el_out, K1, dummy, nopos, nodata, scr):
+        if n_own > 0:  # the frame's multipliers from the constrained equations (NaN where they are singular)
+            for i in range(n_all):
+                for j in range(3):
+                    Fx[i, j] = FE[f, i, j]
+                    Mx[i, j] = FE[f, i, 3 + j]
+            if _constrained(-1, nm, r, q, v, w, mass, Jb, Fx, Mx, TGE[f, 2], el_start, el_body, el_data,
+                            el_first, el_ref, el_dofs, el_pos, body_pos, is_dense, dense_flat, lu_data, lu_piv, parent,
+                            order, sym, lu_state, data, R, Q, du, tree_work, Rn, mw, Jw_, el_res, el_out, K1, dummy,
+                            nodata, scr, xs, lam) >= 0:
+                lam[:] = np.nan
+        if not _frame_row(r, q, v, w, a, al, energy, lam, scale, TGE[f, 0], mass, Jb, gravity, el_start, el_body,
+                          el_data, el_index, el_joint, el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force,
+                          f_moment, f_length, f_jforce, f_jmoment, f_jerror, f_scalars, f, out, Rn, el_res, el_out, K1,
+                          dummy, nopos, nodata, scr):
             status[0] = spf
             status[1] = 2
             return f
@@ -482,15 +524,16 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
 
 
 @njit(cache=True)
-def _frame_row(r, q, v, w, a, al, energy, lam, scale, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_first,
-               scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, f,
-               out, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
+def _frame_row(r, q, v, w, a, al, energy, lam, scale, target, mass, Jb, gravity, el_start, el_body, el_data, el_index,
+               el_joint, el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length,
+               f_jforce, f_jmoment, f_jerror, f_scalars, f, out, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
     """Row ``f`` of the frame buffers (mbsim.diagnostics.FRAME_BUFFER_KEYS: OUTPUT.md's per-frame
     datasets in scenario order, ``scenario_order[j]`` the internal index of scenario body j) from the
     state; returns False if the element actions, energies or momenta are not finite (the row is
     written all the same).  ``energy`` = [dissipated, external work, …]; ``out`` (9,), ``R`` (n, 3, 3): work."""
-    _frame_into(r, q, v, w, lam, scale, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_first,
-                f_force[f], f_moment[f], f_length[f], out, R, el_res, el_out, K1, dummy, nopos, nodata, scr)
+    _frame_into(r, q, v, w, lam, scale, target, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_joint,
+                el_first, f_force[f], f_moment[f], f_length[f], f_jforce[f], f_jmoment[f], f_jerror[f], out, R, el_res,
+                el_out, K1, dummy, nopos, nodata, scr)
     for j in range(scenario_order.shape[0]):
         i = scenario_order[j]
         for c in range(3):
@@ -505,6 +548,79 @@ def _frame_row(r, q, v, w, a, al, energy, lam, scale, mass, Jb, gravity, el_star
     for c in range(6):
         f_scalars[f, 4 + c] = out[2 + c]
     return _finite1(out)
+
+
+@njit(cache=True)
+def _constrained(mode, nm, r, q, v, w, mass, Jb, F, M, target, el_start, el_body, el_data, el_first, el_ref, el_dofs,
+                 el_pos, body_pos, is_dense, dense_flat, lu_data, lu_piv, parent, order, sym, lu_state, data, R, Q, du,
+                 tree_work, Rm, krr, Jw, el_res, el_out, K1, dummy, nodata, scr, x, lam):
+    """The joints' constrained equations at one state (THEORY §11), with the Newton iteration's
+    storage and linear solver (its factorization is overwritten: ``lu_state[0]`` ← 0).
+
+    ``mode`` −1, accelerations: ``M a + Gᵀλ = f − ω×Jω``, ``G a = F̈ − γ`` (``target`` = F̈; ``F``,
+    ``M`` the external forces and moments on every body, gravity included; element forces are
+    added) → ``x`` (nm, 6) = [a, α], ``lam`` the multipliers (physical).  ``mode`` −2, velocities:
+    ``M v' + Gᵀμ = M v``, ``G v' = Ḟ`` (``target`` = Ḟ) → ``x`` = [v', ω'], the velocities closest to
+    ``v`` in the kinetic-energy norm that satisfy the joints.  The multipliers are solved for scaled by
+    ``el_ref`` (m_ref, J_ref: every block O(mass)).  Returns −1, or the block whose pivot is singular
+    (as :func:`_factorize`)."""
+    ndof = R.shape[0]
+    _rotations(q, Rm)
+    for i in range(nm):
+        krr[i] = mass[i]
+        for a_ in range(3):
+            for b_ in range(3):
+                acc = 0.0
+                for c_ in range(3):
+                    for d_ in range(3):
+                        acc += Rm[i, a_, c_] * Jb[i, c_, d_] * Rm[i, b_, d_]
+                Jw[i, a_, b_] = acc
+    for j in range(ndof):
+        R[j] = 0.0
+        Q[j] = 0.0
+    data[:] = 0.0
+    kb.scatter_bodies(body_pos, krr, Jw, data)
+    engine.evaluate(el_start, el_body, el_data, el_first, lam, el_ref, target, 1.0, 0.0, mode, r, r, Rm, Rm, v, v, w,
+                    w, dummy, dummy, el_res, K1, el_out, el_pos, data, scr)
+    kb.scatter_residual(el_dofs, el_res, R, Q)
+    for i in range(nm):
+        L = kc.mv(Jw, i, kc.row(w, i, 0))  # J ω
+        gyro = kc.cross(kc.row(w, i, 0), L)
+        for j in range(3):
+            if mode == -1:
+                R[6 * i + j] += F[i, j]
+                R[6 * i + 3 + j] += M[i, j] - gyro[j]
+            else:
+                R[6 * i + j] = mass[i] * v[i, j]
+                R[6 * i + 3 + j] = L[j]
+    lu_state[0] = 0.0
+    bad = _factorize(is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent, order, sym)
+    if bad >= 0:
+        return bad
+    _solve(is_dense, lu_data, ndof, lu_piv, nm, parent, order, sym, R, du, tree_work)
+    for i in range(nm):
+        for j in range(6):
+            x[i, j] = du[6 * i + j]
+    for j in range(lam.shape[0]):
+        lam[j] = el_ref[j] * du[6 * nm + j]
+    return -1
+
+
+def constrained(mode, nm, r, q, v, w, mass, Jb, F, M, target, elements, body_pos, size, structure, lu_data, lu_piv,
+                lu_state):
+    """:func:`_constrained` from Python: ``(x, lam, bad)`` (``elements``: :func:`element_arguments`;
+    ``structure``: (parent, order, dense positions, sym) of the linear solver)."""
+    el_start, el_body, el_data, _, _, _, _, el_first, el_ref, _, _, el_dofs, el_pos = elements
+    parent, order, dense_flat, sym = structure
+    ndof = 6 * nm + el_ref.shape[0]
+    el_res, el_out, K1, dummy, _, nodata, scr = _work(el_body.shape[0], el_dofs.shape[1])
+    x, lam = np.zeros((nm, 6)), np.zeros(el_ref.shape[0])
+    bad = _constrained(mode, nm, r, q, v, w, mass, Jb, F, M, target, el_start, el_body, el_data, el_first, el_ref,
+                       el_dofs, el_pos, body_pos, dense_flat.shape[0] > 0, dense_flat, lu_data, lu_piv, parent, order,
+                       sym, lu_state, np.zeros(size), np.zeros(ndof), np.zeros(ndof), np.zeros(ndof),
+                       np.zeros(max(18 * nm, ndof)), np.empty((r.shape[0], 3, 3)), np.empty(nm), np.empty((nm, 3, 3)),
+                       el_res, el_out, K1, dummy, nodata, scr, x, lam)
+    return x, lam, int(bad)
 
 
 @njit(cache=True)
@@ -556,25 +672,28 @@ def _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, R, du, wor
 
 
 @njit(cache=True)
-def frame(r, q, v, w, a, al, energy, lam, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_arm, el_stiff,
-          el_first, el_ref, el_owner, el_rot, el_dofs, el_pos, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force,
-          f_moment, f_length, f_scalars):
+def frame(r, q, v, w, a, al, energy, lam, target, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_joint,
+          el_arm, el_stiff, el_first, el_ref, el_owner, el_rot, el_dofs, el_pos, scenario_order, f_r, f_q, f_v, f_w, f_a,
+          f_al, f_force, f_moment, f_length, f_jforce, f_jmoment, f_jerror, f_scalars):
     """Row 0 of the frame buffers from one state (:func:`_frame_row`, the compiled loop's own frame
-    code; ``lam`` the elements' own unknowns); False if its element actions, energies or momenta are
-    not finite."""
+    code; ``lam`` the joints' multipliers of the state, ``target`` the values their rows hold);
+    False if its element actions, energies or momenta are not finite."""
     el_res, el_out, K1, dummy, nopos, nodata, scr = _work(el_body.shape[0], el_dofs.shape[1])
-    return _frame_row(r, q, v, w, a, al, energy, lam, el_ref, mass, Jb, gravity, el_start, el_body, el_data, el_index,
-                      el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_scalars, 0,
-                      np.empty(9), np.empty((r.shape[0], 3, 3)), el_res, el_out, K1, dummy, nopos, nodata, scr)
+    return _frame_row(r, q, v, w, a, al, energy, lam, el_ref, target, mass, Jb, gravity, el_start, el_body, el_data,
+                      el_index, el_joint, el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment,
+                      f_length, f_jforce, f_jmoment, f_jerror, f_scalars, 0, np.empty(9), np.empty((r.shape[0], 3, 3)),
+                      el_res, el_out, K1, dummy, nopos, nodata, scr)
 
 
 @njit(cache=True)
-def _frame_into(r, q, v, w, lam, scale, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_first, force,
-                moment, length, out, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
+def _frame_into(r, q, v, w, lam, scale, target, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_joint,
+                el_first, force, moment, length, j_force, j_moment, j_error, out, R, el_res, el_out, K1, dummy, nopos,
+                nodata, scr):
     """:func:`frame` with its work arrays given (``R``: (n, 3, 3), receives Λ of every body)."""
     n_all = r.shape[0]
-    spring_energy, _ = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_first, lam, scale, force,
-                                     moment, length, R, el_res, el_out, K1, dummy, nopos, nodata, scr)
+    spring_energy, _ = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el_first, lam, scale,
+                                     target, force, moment, length, j_force, j_moment, j_error, R, el_res, el_out, K1,
+                                     dummy, nopos, nodata, scr)
     kinetic, grav = 0.0, 0.0
     for j in range(2, 8):
         out[j] = 0.0
@@ -595,6 +714,9 @@ def _frame_into(r, q, v, w, lam, scale, mass, Jb, gravity, el_start, el_body, el
     for c in range(force.shape[0]):
         for j in range(3):
             total += force[c, j] + moment[c, j]
+    for c in range(j_force.shape[0]):
+        for j in range(3):
+            total += j_force[c, j] + j_moment[c, j]
     out[8] = total
 
 

@@ -94,7 +94,7 @@ class Model:
         self.gravity = np.asarray(scenario.gravity, dtype=float)
 
         R0 = quat_to_matrix(self.q0)
-        self.elements = Elements(registry.ELEMENTS, scenario.connectors, self.index, self.r0, R0)
+        self.elements = Elements(registry.ELEMENTS, scenario.connectors, self.index, self.r0, R0, scenario.joints)
         self.ndof = 6 * self.n_moving + self.elements.n_unknowns
         nm, el = self.n_moving, self.elements
         # contiguous: a strided column would give the compiled loop a second numba specialization
@@ -106,6 +106,14 @@ class Model:
             self.unknown_reference = np.ones(el.n_unknowns)
         self.n_connectors = len(scenario.connectors)
         self.connector_names = [c.name for c in scenario.connectors]
+        self.n_joints = len(scenario.joints)
+        # the drive time function of each own unknown's row (None: the row holds 0)
+        from ..elements.joints import drives_of
+        self._drives = [None] * el.n_unknowns
+        for e in np.flatnonzero(el.joint):
+            for i, fn in enumerate(drives_of(scenario.joints[el.index[e]])):
+                self._drives[el.first[e] + i] = fn
+        self.has_drives = any(fn is not None for fn in self._drives)
 
         loads = scenario.loads
         self.loads = Loads(
@@ -134,6 +142,17 @@ class Model:
             contrib = np.asarray(L.scales[i](times), dtype=float)[:, None] * L.vector[i]
             (ML if L.is_torque[i] else FL)[:, L.body[i]] += contrib
         return FL + self.mass[:, None] * self.gravity, ML, FL, ML
+
+    def targets(self, times) -> np.ndarray:
+        """The values the rows of the elements' own unknowns hold at ``times``: ``(len(times), 3,
+        n_unknowns)``, the drives' F, Ḟ and F̈ (THEORY §11), 0 for rows without a drive."""
+        times = np.atleast_1d(np.asarray(times, dtype=float))
+        out = np.zeros((len(times), 3, self.elements.n_unknowns))
+        for j, fn in enumerate(self._drives):
+            if fn is not None:
+                for order in range(3):
+                    out[:, order, j] = fn.derivative(times, order)
+        return out
 
     def element_actions(self, kin: Kinematics):
         """Every element instance evaluated at ``kin`` (no tangent): an ElementEval in packed order."""

@@ -5,7 +5,8 @@ This module is deliberately independent of the generalized-α path
 rotation helpers and its own connector kernels, so that a mistake made there
 is not silently repeated here.  It implements THEORY §1, §6, §7 and §9 in
 continuous time, i.e. with every quantity at the same instant (α_f = α_m = 1,
-no time discretisation).
+no time discretisation), and the kinematic joints of THEORY §11 as an index-1
+formulation of its own (see `EquationsOfMotion` and ``_joint_rows``).
 
 State vector ``y`` of length ``13 N + 2`` (N moving bodies), in blocks:
 
@@ -21,16 +22,18 @@ external work         ()      work done by loads since t = 0 [J]
 ====================  ======  ==============================================
 
 Fixed bodies and ``world`` have no states; they keep their initial pose.
+Joints add no states: their multipliers are solved for at every evaluation,
+and their drives' work is part of the external work.
 """
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, Optional
 
 import numpy as np
 from scipy import sparse
 
-from mbsim.scenario.spec import WORLD, Constant, Scenario
+from mbsim.scenario.spec import DRIVEN, WORLD, Constant, Scenario
 
 # P = a I + b n⊗n for each projection (THEORY §7, torsional damper).
 _PROJECTION = {"P1": (1.0, 0.0), "P2": (1.0, -1.0), "P3": (0.0, 1.0), "none": (0.0, 0.0)}
@@ -85,6 +88,65 @@ def _normalize(q):
     return q / np.linalg.norm(q, axis=-1, keepdims=True)
 
 
+def quat_from_rotvec(theta):
+    """Unit quaternions (..., 4) of rotation vectors θ (..., 3): angle |θ| about θ/|θ|."""
+    angle = np.linalg.norm(theta, axis=-1, keepdims=True)
+    half = 0.5 * angle
+    # sin(|θ|/2)/|θ|, with its series below 1e-4 rad (error < 1e-17)
+    k = np.where(angle > 1e-4, np.sin(half) / np.where(angle > 0.0, angle, 1.0), 0.5 - angle ** 2 / 48.0)
+    return np.concatenate([np.cos(half), k * theta], axis=-1)
+
+
+def _skew_part(x):
+    """vee(X − Xᵀ) of (..., 3, 3) matrices: [X₂₁ − X₁₂, X₀₂ − X₂₀, X₁₀ − X₀₁]."""
+    return np.stack([x[..., 2, 1] - x[..., 1, 2], x[..., 0, 2] - x[..., 2, 0],
+                     x[..., 1, 0] - x[..., 0, 1]], axis=-1)
+
+
+def _unit(i, j):
+    e = np.zeros((3, 3))
+    e[i, j] = 1.0
+    return e
+
+
+def _joint_triad(axis, second=None):
+    """Orthonormal joint frame (3, 3), columns n, u, w (world, t = 0).
+
+    ``n`` = axis; ``u`` = ``second`` made perpendicular to n if given, else the
+    world axis least aligned with n made perpendicular; ``w = n × u``.  Every
+    joint's constraint set is invariant to the choice of u (the rows come in
+    pairs spanning the plane ⊥ n, or cover all three directions), so any
+    deterministic choice does.
+    """
+    n = np.asarray(axis, dtype=float)
+    n = n / np.linalg.norm(n)
+    hint = np.eye(3)[int(np.argmin(np.abs(n)))] if second is None else np.asarray(second, float)
+    u = hint - (hint @ n) * n
+    u = u / np.linalg.norm(u)
+    return np.column_stack([n, u, np.cross(n, u)])
+
+
+# Rotational rows, as coefficient matrices C of Φ = C : (R − I) with R = E_Aᵀ E_B the
+# rotation of B's joint frame relative to A's (in A's joint frame, basis n, u, w):
+#   across : R₁₀ = u_A·n_B and R₂₀ = w_A·n_B, B's axis stays along A's (2 rows);
+#   all    : ½ vee(R − Rᵀ) = sin(angle)·(its axis), no relative rotation (3 rows).
+_ACROSS = (_unit(1, 0), _unit(2, 0))
+_ALL = tuple(0.5 * (_unit(i, j) - _unit(j, i)) for i, j in ((2, 1), (0, 2), (1, 0)))
+# Translational rows: columns k of A's joint frame, Φ = (E_A)_k · (x_B − x_A) (− drive)
+_ROWS = {  # kind: (translational columns, rotational coefficient matrices)
+    "spherical": ((0, 1, 2), ()),
+    "revolute": ((0, 1, 2), _ACROSS),
+    "prismatic": ((1, 2), _ALL),
+    "cylindrical": ((1, 2), _ACROSS),
+    "planar": ((0,), _ACROSS),
+    "universal": ((0, 1, 2), None),  # one row a_A·b_B, built from the axes
+    "lock": ((0, 1, 2), _ALL),
+    "distance": ((), ()),  # one row of its own
+}
+# the angle of a drive: atan2(R₂₁ − R₁₂, R₁₁ + R₂₂), the rotation of B about n_A
+_SIN, _COS = _unit(2, 1) - _unit(1, 2), _unit(1, 1) + _unit(2, 2)
+
+
 # --------------------------------------------------------------------------
 # results of one evaluation
 # --------------------------------------------------------------------------
@@ -96,8 +158,8 @@ class Forces:
     ----------
     force, torque : ndarray, (B, 3)
         Resultant force [N] and moment about the centre of mass [N·m] on each
-        declared body: gravity, loads and connectors.  Zero rows for fixed
-        bodies (their reactions are not computed).
+        declared body: gravity, loads, connectors and joint reactions.  Zero
+        rows for fixed bodies (their reactions are not computed).
     acceleration, angular_acceleration : ndarray, (B, 3)
         ``f/m`` [m/s²] and ``J⁻¹(τ − ω×Jω)`` [rad/s²]; zero for fixed bodies.
     connector_force, connector_moment : ndarray, (C, 3)
@@ -109,7 +171,15 @@ class Forces:
     dissipation_rate : float
         Power removed by dampers and torsional dampers [W] (THEORY §9).
     external_power : float
-        Power of the loads, Σ f·v + τ·ω [W]; gravity excluded (THEORY §9).
+        Power of the loads, Σ f·v + τ·ω, plus that of the joint drives [W];
+        gravity excluded (THEORY §9, §11).
+    joint_force, joint_moment : ndarray, (J, 3)
+        Reaction force [N] each joint exerts on its body A, and its moment
+        [N·m] about the joint's point (a distance joint: A's point), drive
+        included (OUTPUT.md ``/joints``; B receives the opposite force).
+    joint_position_error, joint_angle_error : ndarray, (J,)
+        Norm of each joint's translational [m] and rotational [rad]
+        constraint residuals, drive rows included (0 where it has none).
     """
 
     force: np.ndarray
@@ -121,6 +191,10 @@ class Forces:
     connector_length: np.ndarray
     dissipation_rate: float
     external_power: float
+    joint_force: Optional[np.ndarray] = None
+    joint_moment: Optional[np.ndarray] = None
+    joint_position_error: Optional[np.ndarray] = None
+    joint_angle_error: Optional[np.ndarray] = None
 
 
 @dataclass(frozen=True)
@@ -143,6 +217,36 @@ class Energies:
     potential: float
     linear_momentum: np.ndarray
     angular_momentum: np.ndarray
+
+
+class Constraints(NamedTuple):
+    """The joints' constraint equations at one state (m rows, N moving bodies).
+
+    Rows are grouped by kind (translational, rotational, angle drives,
+    distances), not by joint; ``row_joint`` names each row's joint.
+
+    Attributes
+    ----------
+    residual : ndarray, (m,)
+        Φ(q, t) [m or rad].
+    jacobian : ndarray, (m, 6 N)
+        G with Φ̇ = G u − Ḟ, u = [v_1, ω_1, …, v_N, ω_N] (spatial ω).
+    gamma : ndarray, (m,)
+        γ(q, u), the velocity-quadratic part of Φ̈ = G u̇ + γ − F̈.
+    velocity_target, acceleration_target : ndarray, (m,)
+        Ḟ(t) and F̈(t) on drive rows, 0 elsewhere.
+    row_joint : ndarray of int, (m,)
+    rotational : ndarray of bool, (m,)
+        Rows whose residual is an angle.
+    """
+
+    residual: np.ndarray
+    jacobian: np.ndarray
+    gamma: np.ndarray
+    velocity_target: np.ndarray
+    acceleration_target: np.ndarray
+    row_joint: np.ndarray
+    rotational: np.ndarray
 
 
 class _Kinematics(NamedTuple):
@@ -179,6 +283,35 @@ class EquationsOfMotion:
     torsional dampers) so that each kind is one batched kernel; the resultant
     on the bodies is one sparse product built once.
 
+    **Joints** (THEORY §11, SCENARIO.md) are ideal constraints Φ(q, t) = 0
+    with the index-1 equations, solved at every evaluation::
+
+        M u̇ + Gᵀλ = f − gyroscopic        G u̇ = F̈(t) − γ(q, u)
+
+    u = [v, ω] per moving body, M = blocks m I and J, G = ∂Φ̇/∂u, γ the
+    velocity-quadratic part of Φ̈.  The constraint force on the bodies is
+    −Gᵀλ.  The multipliers are the minimum-norm solution of the range-space
+    system ``(G M⁻¹ Gᵀ) λ = G a_free − F̈ + γ``, from the SVD of G M^(−1/2)
+    (singular values below ``RCOND`` times the largest count as zero), so
+    redundant joints — a planar four-bar of four revolutes — still give the
+    unique accelerations.  The rows are parametrised here independently of
+    the generalized-α code: with A's and B's joint frames E = [n u w] (world
+    at t = 0, material copies in each body), the relative rotation
+    R = E_Aᵀ E_B (R = I at t = 0) and d = x_B − x_A,
+
+    =================  ==================================================
+    translational      (E_A)_k · d − s(t), k a column of A's frame
+    rotational         C : (R − I): R₁₀, R₂₀ (B's axis along A's) or
+                       ½ vee(R − Rᵀ) (no relative rotation) or a_A·b_B
+    angle drive        atan2(R₂₁ − R₁₂, R₁₁ + R₂₂) − F(t), unwrapped
+                       to the branch nearest F(t)
+    distance           (d·d − L²) / (2 L)
+    =================  ==================================================
+
+    (see ``_joint_rows`` for G and γ).  The equations drift off the
+    manifold at the integrator's tolerance; `project` brings a state back
+    (the solver does it at every output time).
+
     Parameters
     ----------
     scenario : Scenario
@@ -187,9 +320,13 @@ class EquationsOfMotion:
     Attributes
     ----------
     y0 : ndarray, (13 N + 2,)
-        Initial state (layout in the module docstring).
-    body_names, connector_names : tuple of str
-        Declared bodies (B, ``world`` excluded) and connectors (C), scenario order.
+        Initial state (layout in the module docstring); with joints, projected
+        onto them: positions by `project`'s Newton iteration (they hold by
+        construction), velocities by the smallest change in the kinetic-energy
+        norm, ``v = v₀ − M⁻¹Gᵀ(G M⁻¹ Gᵀ)⁺(G v₀ − Ḟ(0))`` (SCENARIO.md).
+    body_names, connector_names, joint_names : tuple of str
+        Declared bodies (B, ``world`` excluded), connectors (C) and joints (J),
+        scenario order.
     moving : ndarray of bool, (B,)
         Which declared bodies have states.
     n_moving : int
@@ -198,7 +335,12 @@ class EquationsOfMotion:
     inertia_body : ndarray, (N, 3, 3)
         J_b of the moving bodies, body axes.
     gravity : ndarray, (3,)
+    n_constraints : int
+        m, the number of joint equations (drives included, redundant ones too).
     """
+
+    RCOND = 1e-8
+    """Singular values of G M^(−1/2) below RCOND times the largest are dependent rows."""
 
     def __init__(self, scenario: Scenario):
         bodies = scenario.bodies
@@ -242,6 +384,10 @@ class EquationsOfMotion:
         self._init_connectors(scenario.connectors, index)
         self._init_loads(scenario.loads, index)
         self._init_scatter()
+        self.joint_names = tuple(j.name for j in scenario.joints)
+        self._init_joints(scenario.joints, index)
+        if self._nj:
+            self.y0 = self.project(self.y0, 0.0)
 
     # ---------------------------------------------------------------- setup
     def _init_connectors(self, connectors, index):
@@ -306,6 +452,87 @@ class EquationsOfMotion:
         self._scatter = sparse.csr_matrix(
             (data[keep], (rows[keep], np.arange(rows.size)[keep])),
             shape=(self.n_moving, rows.size))
+
+    def _init_joints(self, joints, index):
+        """Material arms and joint frames, and the constraint rows grouped by kind.
+
+        Rows: translational (``_t_*``), rotational with a constant coefficient
+        matrix (``_r_*``), angle drives (``_a_*``), distances (``_d_*``), in
+        that order.  ``_drives`` lists (row, time function) of the drive rows.
+        """
+        nj = self._nj = len(joints)
+        ja = np.array([index[j.body_a] for j in joints], dtype=int)
+        jb = np.array([index[j.body_b] for j in joints], dtype=int)
+        self._ja, self._jb = ja, jb
+        frames = np.zeros((nj, 3, 3))
+        points = np.zeros((nj, 2, 3))
+        t_rows, r_rows, a_rows, d_rows = [], [], [], []  # (joint, column | C | function | L[, function])
+        for i, j in enumerate(joints):
+            if j.type not in _ROWS:
+                raise ValueError(f"reference solver: unsupported joint type {j.type!r} (joint '{j.name}')")
+            drives = [k for k in ("angle", "displacement") if getattr(j, k) is not None]
+            if set(drives) - set(DRIVEN.get(j.type, ())):
+                raise ValueError(f"reference solver: joint '{j.name}' ({j.type}) cannot carry "
+                                 f"drive {drives}")
+            columns, coefs = _ROWS[j.type]
+            if j.type == "distance":
+                frames[i], points[i] = np.eye(3), j.points
+                d_rows.append((i, float(j.length)))
+            else:
+                points[i] = j.point
+                if j.type == "universal":  # a = axes[0] = n in A, b = axes[1] = b_n n + b_u u in B
+                    frames[i] = _joint_triad(j.axes[0], j.axes[1])
+                    b = np.asarray(j.axes[1], float) / np.linalg.norm(j.axes[1])
+                    coefs = ((b @ frames[i, :, 0]) * _unit(0, 0) + (b @ frames[i, :, 1]) * _unit(0, 1),)
+                else:
+                    frames[i] = np.eye(3) if j.axis is None else _joint_triad(j.axis)
+            t_rows += [(i, k, None) for k in columns]
+            if j.displacement is not None:
+                t_rows.append((i, 0, j.displacement))
+            r_rows += [(i, c) for c in coefs]
+            if j.angle is not None:
+                a_rows.append((i, j.angle))
+
+        # material copies (THEORY §6, §11): Z = Λ_0ᵀ (X − r_0), E = Λ_0ᵀ E_world
+        rot0_t = np.swapaxes(self._rot0_e, -1, -2)
+        self._arm_a = matvec(rot0_t[ja], points[:, 0] - self._r0_e[ja])
+        self._arm_b = matvec(rot0_t[jb], points[:, 1] - self._r0_e[jb])
+        self._frame_a, self._frame_b = rot0_t[ja] @ frames, rot0_t[jb] @ frames
+
+        nt, nr, na, nd = len(t_rows), len(r_rows), len(a_rows), len(d_rows)
+        self._nt, self._nr, self._na, self._nd = nt, nr, na, nd
+        self._t_joint = np.array([r[0] for r in t_rows], dtype=int)
+        self._t_col = np.array([r[1] for r in t_rows], dtype=int)
+        self._r_coef = np.array([r[1] for r in r_rows], dtype=float).reshape(nr, 3, 3)
+        self._ra_joint = np.array([r[0] for r in r_rows + a_rows], dtype=int)
+        self._d_joint = np.array([r[0] for r in d_rows], dtype=int)
+        self._d_len = np.array([r[1] for r in d_rows], dtype=float)
+        self._drives = ([(k, r[2]) for k, r in enumerate(t_rows) if r[2] is not None]
+                        + [(nt + nr + k, r[1]) for k, r in enumerate(a_rows)])
+        self._drive_rows = np.array([k for k, _ in self._drives], dtype=int)
+        m = self.n_constraints = nt + nr + na + nd
+        self._row_joint = np.concatenate([self._t_joint, self._ra_joint, self._d_joint]).astype(int)
+        self._row_rot = np.zeros(m, dtype=bool)
+        self._row_rot[nt:nt + nr + na] = True
+        # per-joint sums of row quantities (reactions, squared residuals)
+        self._row_sum = sparse.csr_matrix((np.ones(m), (self._row_joint, np.arange(m))), shape=(nj, m))
+
+        # scatter of the rows' 12-wide local blocks [v_A, ω_A, v_B, ω_B] into G (m, 6 N)
+        n6 = 6 * self.n_moving
+        self._g_index = []
+        for end, body in ((0, ja), (1, jb)):
+            mov = self._mov_of[body[self._row_joint]]
+            rows = np.flatnonzero(mov >= 0)
+            flat = (rows[:, None] * n6 + 6 * mov[rows, None] + np.arange(6)).ravel()
+            self._g_index.append((flat, rows, slice(6 * end, 6 * end + 6)))
+
+        # J_b^(−1/2), for the metric of the minimum-norm solves
+        e, vec = np.linalg.eigh(self.inertia_body)
+        self._inertia_inv_sqrt = (vec / np.sqrt(e)[:, None, :]) @ np.swapaxes(vec, -1, -2)
+        self._mass_inv_sqrt = 1.0 / np.sqrt(self.mass)
+        scale = max([1.0] + [float(np.abs(a).max()) for a in (self._r0_e, points, self._d_len) if a.size])
+        self._length_scale = scale
+        self._newton_tol = 1e-14 * scale
 
     # ----------------------------------------------------------- state views
     def split(self, y):
@@ -424,10 +651,229 @@ class EquationsOfMotion:
         return (kin, f, m, dissipation, power, force, torque, force / self.mass[:, None],
                 matvec(kin.rot, ab))
 
+    # ---------------------------------------------------------------- joints
+    def _joint_rows(self, kin: _Kinematics, t):
+        """Every joint row at one state: local Jacobian blocks, γ, Φ and the drive targets.
+
+        Returns
+        -------
+        blk : ndarray, (m, 12)
+            Φ̇ = blk · [v_A, ω_A, v_B, ω_B] − Ḟ (rows of G before the scatter).
+        gamma : ndarray, (m,)
+            Φ̈ = blk · [a_A, α_A, a_B, α_B] + γ − F̈.
+        phi : ndarray, (m,)
+            Φ(q, t).
+        fd, fdd : ndarray, (m,)
+            Ḟ(t), F̈(t) on drive rows, else 0.
+        z_a, d : ndarray, (J, 3)
+            A's arm and x_B − x_A of each joint.
+
+        Derivation (body-fixed vectors move as ż = ω × z; the acceleration-free
+        part of each second derivative is γ; every formula is checked against
+        finite differences along a motion in the tests):
+
+        - translational, a = (E_A)_k fixed in A, d̀ = ḋ:
+          Φ̇ = −a·v_A + (a×(d + z_A))·ω_A + a·v_B − (a×z_B)·ω_B,
+          γ = (ω_A×(ω_A×a))·d + 2(ω_A×a)·ḋ + a·(ω_B×(ω_B×z_B) − ω_A×(ω_A×z_A));
+        - rotational, Φ = C:(R − I): Ṙ = Ω̂R with Ω = E_Aᵀ(ω_B − ω_A), and
+          C:(ŷR) = h·y with h = −vee(RCᵀ − CRᵀ), so Φ̇ = (E_A h)·(ω_B − ω_A);
+          Ω̇ = E_Aᵀ(α_B − α_A) − p, p = E_Aᵀ(ω_A×ω_B), and C:(Ω̂Ω̂R) =
+          Ωᵀ C Rᵀ Ω − |Ω|² C:R, so γ = Ωᵀ C Rᵀ Ω − |Ω|² C:R − h·p;
+        - angle φ = atan2(σ, κ), σ = C_σ:R, κ = C_κ:R: φ̇ = C_φ:Ṙ with the
+          state-dependent C_φ = (κ C_σ − σ C_κ)/(σ² + κ²); its rate adds
+          Ċ_φ:Ṙ = −2 φ̇ (σσ̇ + κκ̇)/(σ² + κ²) to the rotational γ (0 on the
+          manifold, where σ² + κ² = 4);
+        - distance, Φ = (d·d − L²)/(2L), e = d/L: Φ̇ = e·ḋ (a translational
+          row with a non-rotating a), γ = (ḋ·ḋ + d·(ω_B×(ω_B×z_B) −
+          ω_A×(ω_A×z_A)))/L.
+        """
+        ja, jb = self._ja, self._jb
+        rot_a, rot_b = kin.rot_e[ja], kin.rot_e[jb]
+        z_a, z_b = matvec(rot_a, self._arm_a), matvec(rot_b, self._arm_b)
+        w_a, w_b = kin.w_e[ja], kin.w_e[jb]
+        d = (kin.r_e[jb] + z_b) - (kin.r_e[ja] + z_a)
+        dd = (kin.v_e[jb] + cross(w_b, z_b)) - (kin.v_e[ja] + cross(w_a, z_a))
+        centripetal = cross(w_b, cross(w_b, z_b)) - cross(w_a, cross(w_a, z_a))
+        e_a = rot_a @ self._frame_a  # (J, 3, 3) A's joint frame, columns n, u, w
+
+        m, nt, nr, na = self.n_constraints, self._nt, self._nr, self._na
+        blk = np.zeros((m, 12))
+        gamma, phi = np.empty(m), np.empty(m)
+        f0, fd, fdd = np.zeros(m), np.zeros(m), np.zeros(m)
+        for row, fn in self._drives:
+            f0[row], fd[row], fdd[row] = fn(t), fn.derivative(t, 1), fn.derivative(t, 2)
+
+        if nt:
+            j = self._t_joint
+            a = e_a[j, :, self._t_col]  # (nt, 3)
+            wa = cross(w_a[j], a)
+            blk[:nt, 0:3] = -a
+            blk[:nt, 3:6] = cross(a, d[j] + z_a[j])
+            blk[:nt, 6:9] = a
+            blk[:nt, 9:12] = -cross(a, z_b[j])
+            gamma[:nt] = (np.einsum("ij,ij->i", cross(w_a[j], wa), d[j])
+                          + 2.0 * np.einsum("ij,ij->i", wa, dd[j])
+                          + np.einsum("ij,ij->i", a, centripetal[j]))
+            phi[:nt] = np.einsum("ij,ij->i", a, d[j]) - f0[:nt]
+
+        if nr + na:
+            j, rows = self._ra_joint, slice(nt, nt + nr + na)
+            ej = e_a[j]
+            ej_t = np.swapaxes(ej, -1, -2)
+            rel = ej_t @ (rot_b[j] @ self._frame_b[j])  # R, (nr + na, 3, 3)
+            coef = np.empty_like(rel)
+            coef[:nr] = self._r_coef
+            if na:
+                ra = rel[nr:]
+                sig = np.einsum("rij,ij->r", ra, _SIN)
+                kap = np.einsum("rij,ij->r", ra, _COS)
+                rho2 = (sig * sig + kap * kap)[:, None, None]
+                coef[nr:] = (kap[:, None, None] * _SIN - sig[:, None, None] * _COS) / rho2
+            h = -_skew_part(rel @ np.swapaxes(coef, -1, -2))
+            k = matvec(ej, h)
+            blk[rows, 3:6] = -k
+            blk[rows, 9:12] = k
+            om = matvec(ej_t, w_b[j] - w_a[j])
+            p = matvec(ej_t, cross(w_a[j], w_b[j]))
+            c_r = np.einsum("rij,rij->r", coef, rel)
+            gamma[rows] = (np.einsum("ri,rij,rkj,rk->r", om, coef, rel, om)
+                           - np.einsum("ri,ri->r", om, om) * c_r
+                           - np.einsum("ri,ri->r", h, p))
+            phi[nt:nt + nr] = c_r[:nr] - np.trace(coef[:nr], axis1=-2, axis2=-1)
+            if na:
+                # the rate of C_φ; Ṙ = Ω̂R column by column
+                rdot = np.swapaxes(cross(om[nr:, None, :], np.swapaxes(ra, -1, -2)), -1, -2)
+                sig_dot = np.einsum("rij,ij->r", rdot, _SIN)
+                kap_dot = np.einsum("rij,ij->r", rdot, _COS)
+                phi_dot = np.einsum("ri,ri->r", h[nr:], om[nr:])
+                gamma[nt + nr:nt + nr + na] -= 2.0 * phi_dot * (sig * sig_dot + kap * kap_dot) / rho2[:, 0, 0]
+                target = f0[nt + nr:nt + nr + na]
+                raw = np.arctan2(sig, kap) - target  # the branch of φ nearest F(t)
+                phi[nt + nr:nt + nr + na] = raw - 2.0 * np.pi * np.round(raw / (2.0 * np.pi))
+
+        if self._nd:
+            j, rows, length = self._d_joint, slice(nt + nr + na, m), self._d_len
+            dj = d[j]
+            e = dj / length[:, None]
+            blk[rows, 0:3] = -e
+            blk[rows, 3:6] = cross(e, z_a[j])
+            blk[rows, 6:9] = e
+            blk[rows, 9:12] = -cross(e, z_b[j])
+            gamma[rows] = (np.einsum("ij,ij->i", dd[j], dd[j])
+                           + np.einsum("ij,ij->i", dj, centripetal[j])) / length
+            phi[rows] = (np.einsum("ij,ij->i", dj, dj) - length ** 2) / (2.0 * length)
+        return blk, gamma, phi, fd, fdd, z_a, d
+
+    def _jacobian(self, blk):
+        """G (m, 6 N) from the rows' local blocks; fixed bodies and ``world`` have no columns."""
+        g = np.zeros(self.n_constraints * 6 * self.n_moving)
+        for flat, rows, cols in self._g_index:
+            g[flat] = blk[rows, cols].ravel()
+        return g.reshape(self.n_constraints, 6 * self.n_moving)
+
+    def _metric(self, kin: _Kinematics):
+        """W = J^(−1/2) = Λ J_b^(−1/2) Λᵀ (N, 3, 3) of the moving bodies (world frame)."""
+        return kin.rot @ self._inertia_inv_sqrt @ np.swapaxes(kin.rot, -1, -2)
+
+    def _multipliers(self, g, w_half, rhs):
+        """Minimum-norm λ (m,) of ``(G M⁻¹ Gᵀ) λ = rhs``, in the least-squares sense.
+
+        With B = G M^(−1/2) = U Σ Vᵀ, ``λ = U Σ⁻² Uᵀ rhs`` over the singular
+        values above ``RCOND`` times the largest: dependent (redundant) rows
+        get no share, and the accelerations ``M⁻¹Gᵀλ`` are those of the
+        independent rows alone.
+        """
+        n = self.n_moving
+        gb = g.reshape(-1, n, 2, 3)
+        b = np.empty_like(gb)
+        b[:, :, 0] = gb[:, :, 0] * self._mass_inv_sqrt[:, None]
+        b[:, :, 1] = np.einsum("rni,nij->rnj", gb[:, :, 1], w_half)
+        u, sv, _ = np.linalg.svd(b.reshape(g.shape), full_matrices=False)
+        if sv.size == 0 or sv[0] == 0.0:
+            return np.zeros(g.shape[0])
+        keep = sv > self.RCOND * sv[0]
+        u = u[:, keep]
+        return u @ ((u.T @ rhs) / sv[keep] ** 2)
+
+    def _inverse_mass(self, gen, w_half):
+        """M⁻¹ applied to generalized forces ``gen`` (N, 2, 3) [force, moment]: (a, α) (N, 2, 3)."""
+        out = np.empty_like(gen)
+        out[:, 0] = gen[:, 0] / self.mass[:, None]
+        out[:, 1] = matvec(w_half, matvec(w_half, gen[:, 1]))
+        return out
+
+    def _constrained(self, kin: _Kinematics, t, acc, alpha):
+        """Solve the index-1 equations: accelerations, constraint forces, multipliers, drive power."""
+        blk, gamma, phi, fd, fdd, z_a, d = self._joint_rows(kin, t)
+        g = self._jacobian(blk)
+        w_half = self._metric(kin)
+        free = np.concatenate([acc, alpha], axis=1).ravel()
+        lam = self._multipliers(g, w_half, g @ free - (fdd - gamma))
+        gen = -(g.T @ lam).reshape(-1, 2, 3)  # −Gᵀλ: force and moment on each moving body
+        corr = self._inverse_mass(gen, w_half)
+        dr = self._drive_rows
+        u = np.concatenate([kin.v, kin.w], axis=1).ravel()
+        drive_power = -float(lam[dr] @ (g[dr] @ u)) if dr.size else 0.0
+        return acc + corr[:, 0], alpha + corr[:, 1], gen, lam, blk, phi, z_a, d, drive_power
+
+    def constraints(self, y, t) -> Constraints:
+        """The joints' Φ, G, γ and drive targets at state ``y`` and time ``t`` (see `Constraints`)."""
+        blk, gamma, phi, fd, fdd, _, _ = self._joint_rows(self._kinematics(y), t)
+        return Constraints(phi, self._jacobian(blk), gamma, fd, fdd, self._row_joint.copy(),
+                           self._row_rot.copy())
+
+    def project(self, y, t, max_iterations: int = 10):
+        """Bring state ``y`` onto the joints' constraint manifold at time ``t``.
+
+        Positions: Newton on Φ(q, t) = 0 with the minimum mass-norm correction
+        ``Δ = −M⁻¹Gᵀ(G M⁻¹ Gᵀ)⁺ Φ`` (r += Δr, Λ ← exp(Δθ) Λ) until
+        max |Φ| ≤ 1e-14 × the model's length scale or it stops falling;
+        then velocities by the same metric onto G u = Ḟ(t).  The work
+        integrals are left alone.
+
+        Returns
+        -------
+        ndarray, (13 N + 2,)
+            A projected copy of ``y``.
+
+        Raises
+        ------
+        RuntimeError
+            If the positions cannot be brought within 1e-6 of the manifold.
+        """
+        y = np.array(y, dtype=float)
+        if not self._nj:
+            return y
+        r, q, v, w, _, _ = self.split(y)
+        previous = np.inf
+        for it in range(max_iterations + 1):
+            kin = self._kinematics(y)
+            blk, _, phi, fd, _, _, _ = self._joint_rows(kin, t)
+            g, w_half = self._jacobian(blk), self._metric(kin)
+            err = float(np.abs(phi).max()) if phi.size else 0.0
+            if err <= self._newton_tol or err > 0.5 * previous or it == max_iterations:
+                break
+            previous = err
+            step = self._inverse_mass((g.T @ self._multipliers(g, w_half, phi)).reshape(-1, 2, 3), w_half)
+            r -= step[:, 0]
+            q[:] = _normalize(quat_mul(quat_from_rotvec(-step[:, 1]), kin.q))
+        if err > 1e-6 * self._length_scale:
+            raise RuntimeError(f"reference solver: the joints cannot be closed at t = {t:.9g} "
+                               f"(largest residual {err:.3g} after Newton)")
+        u = np.concatenate([kin.v, kin.w], axis=1).ravel()
+        lam = self._multipliers(g, w_half, g @ u - fd)
+        step = self._inverse_mass((g.T @ lam).reshape(-1, 2, 3), w_half)
+        v -= step[:, 0]
+        w -= step[:, 1]
+        return y
+
     # ------------------------------------------------------------ public API
     def rhs(self, t, y):
         """Time derivative of the state, ``dy/dt`` (13 N + 2,); signature of ``solve_ivp``."""
         kin, _, _, dissipation, power, _, _, acc, alpha = self._resultants(y, t)
+        if self._nj:
+            acc, alpha, *_, drive_power = self._constrained(kin, t, acc, alpha)
+            power += drive_power
         w = kin.w
         qdot = 0.5 * quat_mul(np.concatenate([np.zeros((w.shape[0], 1)), w], axis=1), kin.q)
         return np.concatenate([kin.v.ravel(), qdot.ravel(), acc.ravel(), alpha.ravel(),
@@ -436,7 +882,20 @@ class EquationsOfMotion:
     def forces(self, y, t) -> Forces:
         """Forces, accelerations and power at state ``y`` (13 N + 2,) and time ``t`` [s]."""
         kin, f, m, dissipation, power, force, torque, acc, alpha = self._resultants(y, t)
-        nb, nc, mi = len(self.body_names), self._nc, self._mi
+        nb, nc, mi, nj = len(self.body_names), self._nc, self._mi, self._nj
+        jf, jm, pos_err, ang_err = np.zeros((nj, 3)), np.zeros((nj, 3)), np.zeros(nj), np.zeros(nj)
+        if nj:
+            acc, alpha, gen, lam, blk, phi, z_a, d, drive_power = self._constrained(kin, t, acc, alpha)
+            force, torque, power = force + gen[:, 0], torque + gen[:, 1], power + drive_power
+            on_a = self._row_sum @ (-blk[:, :6] * lam[:, None])  # (J, 6): force, moment about A's centre
+            jf, jm = on_a[:, :3], on_a[:, 3:] - cross(z_a, on_a[:, :3])
+            nd = self._nd
+            if nd:  # the distance's own residual, in metres
+                phi = phi.copy()
+                phi[-nd:] = np.linalg.norm(d[self._d_joint], axis=1) - self._d_len
+            sq = phi * phi
+            pos_err = np.sqrt(self._row_sum @ np.where(self._row_rot, 0.0, sq))
+            ang_err = np.sqrt(self._row_sum @ np.where(self._row_rot, sq, 0.0))
         full = [np.zeros((nb, 3)) for _ in range(4)]
         for out, val in zip(full, (force, torque, acc, alpha)):
             out[mi] = val
@@ -444,7 +903,7 @@ class EquationsOfMotion:
         cl = np.full(nc, np.nan)
         cf[self._order], cm[self._order] = f, m
         cl[self._order[:self._np]] = kin.length[:self._np]
-        return Forces(*full, cf, cm, cl, dissipation, power)
+        return Forces(*full, cf, cm, cl, dissipation, power, jf, jm, pos_err, ang_err)
 
     def energies(self, y) -> Energies:
         """Kinetic and potential energy and momenta at state ``y`` (THEORY §9)."""

@@ -5,6 +5,10 @@ high-order explicit Runge–Kutta method of ``scipy.integrate.solve_ivp`` at
 tight tolerances and returns the same quantities, in the same shapes, as the
 trajectory file of OUTPUT.md, so that a generalized-α run can be compared
 with it frame by frame.
+
+With joints the integration runs from output time to output time, and the
+state is projected back onto the constraint manifold at each of them
+(`EquationsOfMotion.project`) before the next segment starts.
 """
 from __future__ import annotations
 
@@ -24,7 +28,7 @@ class ReferenceSolution:
     """Reference trajectory at the requested times (world frame, SI if input is SI).
 
     T frames, B declared bodies (fixed included, ``world`` excluded, scenario
-    order), C connectors (scenario order).
+    order), C connectors, J joints (scenario order).
 
     Attributes
     ----------
@@ -44,7 +48,8 @@ class ReferenceSolution:
         Distance between the insertion points [m]; NaN for torsional dampers.
     kinetic, potential, dissipated, external_work : ndarray, (T,)
         Energies [J] of THEORY §9; ``dissipated`` and ``external_work`` are
-        integrated with the motion, from 0 at t = 0.
+        integrated with the motion, from 0 at t = 0; ``external_work``
+        includes the work of the joint drives.
     linear_momentum, angular_momentum : ndarray, (T, 3)
         Σ m v and Σ (r × m v + J ω) about the origin, moving bodies.
     nfev : int
@@ -55,6 +60,16 @@ class ReferenceSolution:
     wall_time_s : float
         Wall time of the whole call [s].
     body_names, connector_names : tuple of str
+    joint_force, joint_moment : ndarray, (T, J, 3)
+        Reaction force [N] each joint exerts on its body A (B receives the
+        opposite) and its moment [N·m] about the joint's point (a distance
+        joint: A's point), drive force and torque included (OUTPUT.md
+        ``/joints``).  Computed from the state at each frame by the index-1
+        solve; with redundant joints the minimum-norm split of the multipliers.
+    joint_position_error, joint_angle_error : ndarray, (T, J)
+        Norm of each joint's translational [m] and rotational [rad]
+        constraint residuals (0 where it has none).
+    joint_names : tuple of str
     """
 
     time: np.ndarray
@@ -80,16 +95,26 @@ class ReferenceSolution:
     wall_time_s: float
     body_names: tuple = ()
     connector_names: tuple = ()
-
+    joint_force: np.ndarray = None
+    joint_moment: np.ndarray = None
+    joint_position_error: np.ndarray = None
+    joint_angle_error: np.ndarray = None
+    joint_names: tuple = ()
 
     def frames(self) -> dict:
         """The solution keyed by OUTPUT.md dataset paths (for :func:`mbsim.io.writer.write_trajectory`).
 
         The solver datasets hold 0 iterations, NaN residuals and the spacing of
-        the requested times (the reference takes its own adaptive steps).
+        the requested times (the reference takes its own adaptive steps).  The
+        ``joints/`` datasets are present only when there are joints (OUTPUT.md).
         """
         T = len(self.time)
         step = np.concatenate(([0.0], np.diff(self.time)))
+        joints = {} if not self.joint_names else {
+            "joints/force": self.joint_force, "joints/moment": self.joint_moment,
+            "joints/position_error": self.joint_position_error,
+            "joints/angle_error": self.joint_angle_error,
+        }
         return {
             "time": self.time, "bodies/position": self.position, "bodies/orientation": self.orientation,
             "bodies/velocity": self.velocity, "bodies/angular_velocity": self.angular_velocity,
@@ -99,7 +124,7 @@ class ReferenceSolution:
             "energy/potential": self.potential, "energy/dissipated": self.dissipated,
             "energy/external_work": self.external_work, "momentum/linear": self.linear_momentum,
             "momentum/angular": self.angular_momentum, "solver/iterations": np.zeros(T, dtype=int),
-            "solver/residual_norm": np.full(T, np.nan), "solver/step": step,
+            "solver/residual_norm": np.full(T, np.nan), "solver/step": step, **joints,
         }
 
 
@@ -118,8 +143,32 @@ def output_times(end: float, interval: float) -> np.ndarray:
     return np.append(t[t < end - 1e-9 * interval], end)
 
 
+def _integrate_projected(eom, times, method, rtol, atol):
+    """Integrate from output time to output time, projecting onto the joints at each.
+
+    Each segment is one ``solve_ivp`` call ending exactly at the next output
+    time (no dense-output interpolation); it starts with the last full step
+    of the previous one.  Returns the states at ``times`` (T, 13 N + 2) and
+    the number of right-hand-side evaluations.
+    """
+    stops = np.unique(times[times > 0.0])
+    states = {0.0: eom.y0}
+    y, t0, nfev, first = eom.y0, 0.0, 0, None
+    for t1 in stops:
+        sol = solve_ivp(eom.rhs, (t0, t1), y, method=method, rtol=rtol, atol=atol,
+                        first_step=None if first is None else min(first, t1 - t0))
+        if not sol.success:
+            raise RuntimeError(f"reference solver ({method}) failed: {sol.message}")
+        nfev += int(sol.nfev)
+        steps = np.diff(sol.t)
+        first = steps[-2] if steps.size > 1 else steps[-1]  # the last step is cut to land on t1
+        y, t0 = eom.project(sol.y[:, -1], t1), t1
+        states[t1] = y
+    return np.array([states[t] for t in times]), nfev
+
+
 def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853",
-                    rtol=1e-11, atol=1e-12) -> ReferenceSolution:
+                    rtol=1e-11, atol=1e-12, project=True) -> ReferenceSolution:
     """Integrate the continuous equations of motion of ``scenario``.
 
     Parameters
@@ -137,6 +186,11 @@ def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853"
         unless the scenario is).
     rtol, atol : float
         ``solve_ivp`` tolerances, applied to every state component.
+    project : bool
+        With joints: project the state onto the constraint manifold at every
+        output time and restart the integration from there (default).  False
+        integrates the index-1 equations in one go and lets them drift (for
+        measuring the drift).  Without joints it has no effect.
 
     Returns
     -------
@@ -145,8 +199,8 @@ def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853"
     Raises
     ------
     RuntimeError
-        If ``solve_ivp`` fails (its message is included), or a spring with
-        rest length > 0 reaches zero length.
+        If ``solve_ivp`` fails (its message is included), a spring with
+        rest length > 0 reaches zero length, or the joints cannot be closed.
     """
     start = _time.perf_counter()
     if times is None:
@@ -159,7 +213,9 @@ def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853"
         raise ValueError("`times` must be a non-empty, non-decreasing sequence of times >= 0")
 
     eom = equations_of_motion(scenario)
-    if times[-1] > 0.0:
+    if eom.joint_names and project:
+        states, nfev = _integrate_projected(eom, times, method, rtol, atol)
+    elif times[-1] > 0.0:
         sol = solve_ivp(eom.rhs, (0.0, times[-1]), eom.y0, method=method, t_eval=times,
                         rtol=rtol, atol=atol)
         if not sol.success:
@@ -187,4 +243,9 @@ def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853"
         nfev=nfev, method=method, rtol=rtol, atol=atol,
         wall_time_s=_time.perf_counter() - start,
         body_names=eom.body_names, connector_names=eom.connector_names,
+        joint_force=_stack(forces, "joint_force").reshape(times.size, -1, 3),
+        joint_moment=_stack(forces, "joint_moment").reshape(times.size, -1, 3),
+        joint_position_error=_stack(forces, "joint_position_error").reshape(times.size, -1),
+        joint_angle_error=_stack(forces, "joint_angle_error").reshape(times.size, -1),
+        joint_names=eom.joint_names,
     )

@@ -5,11 +5,15 @@ reported at once, each with its key path and line (ScenarioError).  Choices
 SCENARIO.md leaves open, made here:
 
 - an explicit null counts as "not given" only for the optional sections
-  ``integrator``, ``integrator.newton``, ``output``, ``connectors`` and
-  ``loads``; anywhere else null is refused like any other wrong value;
-- ``ramp``: ``t0`` and ``t1`` are required with t1 > t0, ``from`` defaults
-  to 0 and ``to`` to 1 (a ramp up to the full vector); ``table`` needs at
-  least two rows;
+  ``integrator``, ``integrator.newton``, ``integrator.joints``, ``output``,
+  ``connectors``, ``joints`` and ``loads``; anywhere else null is refused
+  like any other wrong value;
+- ``ramp`` and ``smooth_ramp``: ``t0`` and ``t1`` are required with t1 > t0,
+  ``from`` defaults to 0 and ``to`` to 1 (a ramp up to the full vector);
+  ``table`` needs at least two rows;
+- joint names are a namespace of their own (a joint may share a connector's
+  name); a drive's F(0) counts as 0 within 1e-12, and a distance joint's
+  ``length`` equals the initial distance d0 within 1e-9 · max(1, d0);
 - ``output.interval`` is stored as written (it is a whole multiple of
   ``time.step`` within a relative 1e-9, so ``round(interval / step)`` is the
   stride); it may exceed ``time.end``;
@@ -41,20 +45,40 @@ import yaml
 
 from .errors import Problem, ScenarioError
 from .spec import (
-    TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec,
-    IntegratorSpec, LoadSpec, OutputSpec, Ramp, Scenario, Sine, Table, TimeSpec, frozen_array,
+    DRIVEN, JOINT_TYPES, TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec, IntegratorSpec, JointSpec,
+    LoadSpec, OutputSpec, Ramp, Scenario, Sine, SmoothRamp, Table, TimeSpec, frozen_array,
 )
 from .yamlnodes import TOP, Map, Reader, compose, describe, join, kind, line_of, nodes_of, norm, suggest
 
 __all__ = ["load_scenario", "parse_scenario", "scenario_from_dict"]
 
 _TOP_KEYS = ("mbsim", "name", "description", "gravity", "time", "integrator", "output",
-             "bodies", "connectors", "loads")
+             "bodies", "connectors", "joints", "loads")
 _BODY_KEYS = ("name", "fixed", "mass", "inertia", "position", "orientation", "velocity",
               "angular_velocity")
 _ORIENTATIONS = ("quaternion", "axis_angle", "rotation_vector")
 _CONNECTOR_COMMON = ("name", "type", "bodies")  # every element kind's keys besides its own (mbsim.elements)
-_TIME_FUNCTIONS = ("constant", "ramp", "sine", "table")
+_TIME_FUNCTIONS = ("constant", "ramp", "sine", "table", "smooth_ramp")
+_JOINT_COMMON = ("name", "type", "bodies", "drive")  # every joint type's keys besides its own
+_JOINT_OWN = dict(zip(JOINT_TYPES, (
+    ("point",),  # spherical
+    ("point", "axis"),  # revolute
+    ("point", "axis"),  # prismatic
+    ("point", "axis"),  # cylindrical
+    ("point", "axis"),  # planar
+    ("point", "axes"),  # universal
+    ("point",),  # lock
+    ("points", "length"),  # distance
+)))
+_JOINT_KEYS = {jtype: _JOINT_COMMON + own for jtype, own in _JOINT_OWN.items()}
+_JOINT_EVERY = sorted({k for own in _JOINT_KEYS.values() for k in own})
+_JOINT_FOREIGN = {jtype: {k: f"{k!r} is not a key of a {jtype} joint (it belongs to: "
+                             f"{', '.join(t for t, own_ in _JOINT_KEYS.items() if k in own_)})"
+                          for k in _JOINT_EVERY if k not in own}
+                  for jtype, own in _JOINT_KEYS.items()}
+_DRIVE_ZERO = 1e-12  # |F(0)| allowed for a drive
+_LENGTH_RTOL = 1e-9  # a distance joint's length vs the initial distance, relative to max(1, distance)
+_PERPENDICULAR = 1e-6  # |cos| allowed between a universal joint's axes
 _SYMMETRY_RTOL = 1e-9
 _EIGEN_RTOL = 1e-12
 _UNIT_TOL = 1e-6
@@ -261,7 +285,9 @@ def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional
     known = {WORLD: (True, None)}
     known.update((b.name, (b.fixed, b.line)) for b in bodies if b is not None and b.name is not None)
     connectors = _items(r, m, "connectors", lambda node, path, i: _connector(r, node, path, i, known))
-    _unique_connector_names(r, connectors)
+    _unique_names(r, connectors, "connectors", "connector")
+    joints = _items(r, m, "joints", lambda node, path, i: _joint(r, node, path, i, known))
+    _unique_names(r, joints, "joints", "joint")
     loads = _items(r, m, "loads", lambda node, path, i: _load(r, node, path, known))
     if r.problems:
         return None
@@ -270,7 +296,7 @@ def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional
         integrator=integrator or IntegratorSpec(),
         output=output or OutputSpec(interval=time.step),
         bodies=tuple(b.spec for b in bodies), connectors=tuple(c.spec for c in connectors),
-        loads=tuple(loads), text=text, source=source,
+        loads=tuple(loads), joints=tuple(j.spec for j in joints), text=text, source=source,
     )
 
 
@@ -319,7 +345,7 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
 
 
 def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
-    m = r.mapping(node, path, ("rho_inf", "tangent", "newton"))
+    m = r.mapping(node, path, ("rho_inf", "tangent", "newton", "joints"))
     if m is None:
         return None
     rho = r.optional(m, "rho_inf", r.number, 0.9)
@@ -341,7 +367,16 @@ def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
                 atol=r.optional(nm, "atol", lambda n, p: r.number(n, p, ">0"), 1e-10),
                 modified=r.optional(nm, "modified", r.boolean, IntegratorSpec.modified),
             )
-    return IntegratorSpec(rho_inf=rho, tangent=tangent, **newton)
+    joints = {}
+    joints_node = m.get("joints")
+    if joints_node is not None and kind(joints_node) != "null":
+        jm = r.mapping(joints_node, m.sub("joints"), ("redundant", "velocities"))
+        if jm is not None:
+            joints = {key: r.optional(jm, key, lambda n, p, options=options: r.choice(n, p, options, "value"),
+                                      getattr(IntegratorSpec, key))
+                      for key, options in (("redundant", ("remove", "refuse")),
+                                           ("velocities", ("project", "refuse")))}
+    return IntegratorSpec(rho_inf=rho, tangent=tangent, **newton, **joints)
 
 
 def _output(r: Reader, node, path: str, time: Optional[TimeSpec]) -> Optional[OutputSpec]:
@@ -528,7 +563,7 @@ def _orientation(r: Reader, node, path: str) -> Optional[np.ndarray]:
 # connectors
 # --------------------------------------------------------------------------
 class _Connector:
-    """A connector's name (for the uniqueness check) and its spec when it is clean."""
+    """A connector's (or a joint's) name (for the uniqueness check) and its spec when it is clean."""
 
     def __init__(self, name, name_node, node, spec=None):
         self.name, self.name_node, self.node, self.spec = name, name_node, node, spec
@@ -538,10 +573,12 @@ class _Connector:
 def _connector_rules() -> tuple[dict, dict, dict, list]:
     """From the element registry (each kind's file declares its keys and reads them): the keys of every
     kind by type, the aliases of the type names, per type a message for each key that belongs to other
-    types only, and every key of any type."""
+    types only, and every key of any type.  Kinds of the ``joints`` section (``section``) are not
+    connector types: the loader reads joints itself (:func:`_joint`)."""
     from ..elements import ELEMENTS
-    keys = {k.type: _CONNECTOR_COMMON + k.keys for k in ELEMENTS}
-    aliases = {alias: k.type for k in ELEMENTS for alias in k.aliases}
+    kinds = [k for k in ELEMENTS if getattr(k, "section", "connectors") == "connectors"]
+    keys = {k.type: _CONNECTOR_COMMON + k.keys for k in kinds}
+    aliases = {alias: k.type for k in kinds for alias in k.aliases}
     every = sorted({k for own in keys.values() for k in own})
     foreign = {ctype: {k: f"{k!r} is not a key of a {ctype} (it belongs to: "
                           f"{', '.join(t for t, own_ in keys.items() if k in own_)})"
@@ -555,7 +592,7 @@ def _connector(r: Reader, node, path: str, index: int, known: dict) -> _Connecto
         r.report(path, node, f"must be a mapping, got {describe(node)}")
         return _Connector(None, None, node)
     keys, aliases, foreign, every = _connector_rules()
-    ctype = _connector_type(r, node, path, keys, aliases)
+    ctype = _connector_type(r, node, path, keys, aliases, elsewhere=JOINT_TYPES)
     if ctype is None:  # keys cannot be judged by type: only refuse keys no type has
         m = r.mapping(node, path, every)
     else:
@@ -583,8 +620,10 @@ def _connector(r: Reader, node, path: str, index: int, known: dict) -> _Connecto
     return result
 
 
-def _connector_type(r: Reader, node, path: str, keys: dict, aliases: dict) -> Optional[str]:
-    """The stored type (alias resolved); read first because it decides the allowed keys."""
+def _connector_type(r: Reader, node, path: str, keys: dict, aliases: dict, what: str = "connector",
+                    elsewhere: tuple = ()) -> Optional[str]:
+    """The stored type (alias resolved); read first because it decides the allowed keys.  ``elsewhere``:
+    the types of the other list section (a joint type among connectors, or the reverse)."""
     type_node = next((v for k, v in node.value if getattr(k, "value", None) == "type"), None)
     if type_node is None:
         r.report(path, node, "missing required key 'type'")
@@ -595,13 +634,15 @@ def _connector_type(r: Reader, node, path: str, keys: dict, aliases: dict) -> Op
     ctype = aliases.get(written, written)
     if ctype not in keys:
         options = list(keys) + list(aliases)
-        r.report(join(path, "type"), type_node, f"unknown connector type {written!r}"
-                 f"{suggest(written, options)}; expected one of {', '.join(options)}")
+        other = "joint" if what == "connector" else "connector"
+        hint = f"; {written!r} is a {other} type: list it under {other}s" if written in elsewhere else ""
+        r.report(join(path, "type"), type_node, f"unknown {what} type {written!r}"
+                 f"{suggest(written, options)}; expected one of {', '.join(options)}{hint}")
         return None
     return ctype
 
 
-def _connector_bodies(r: Reader, m: Map, known: dict) -> Optional[tuple[str, str]]:
+def _connector_bodies(r: Reader, m: Map, known: dict, what: str = "connector") -> Optional[tuple[str, str]]:
     """``bodies: [A, B]``: two different declared bodies (or world), not both fixed."""
     node = r.require(m, "bodies")
     path = m.sub("bodies")
@@ -618,7 +659,7 @@ def _connector_bodies(r: Reader, m: Map, known: dict) -> Optional[tuple[str, str
         return None
     a, b = names
     if a == b:
-        r.report(path, node, f"a connector cannot join a body to itself ({a!r})")
+        r.report(path, node, f"a {what} cannot join a body to itself ({a!r})")
         return None
     if known[a][0] is True and known[b][0] is True:
         r.report(path, node, f"joins two fixed bodies ({a!r} and {b!r}); at least one must move")
@@ -626,19 +667,152 @@ def _connector_bodies(r: Reader, m: Map, known: dict) -> Optional[tuple[str, str
     return a, b
 
 
-def _unique_connector_names(r: Reader, connectors: list[_Connector]) -> None:
+def _unique_names(r: Reader, items: list[_Connector], key: str, what: str) -> None:
+    """Names unique within one list section (``key``: connectors or joints, each a namespace)."""
     seen: dict[str, int] = {}
-    for i, c in enumerate(connectors):
+    for i, c in enumerate(items):
         if c.name is None:
             continue
         explicit = c.name_node is not None
         where = c.name_node if explicit else c.node
         if c.name in seen:
-            what = "connector name" if explicit else "default connector name"
-            r.report(f"connectors[{i}]" + (".name" if explicit else ""), where,
-                     f"duplicate {what} {c.name!r} (first at line {seen[c.name]})")
+            which = f"{what} name" if explicit else f"default {what} name"
+            r.report(f"{key}[{i}]" + (".name" if explicit else ""), where,
+                     f"duplicate {which} {c.name!r} (first at line {seen[c.name]})")
         else:
             seen[c.name] = line_of(where)
+
+
+# --------------------------------------------------------------------------
+# joints
+# --------------------------------------------------------------------------
+def _joint(r: Reader, node, path: str, index: int, known: dict) -> _Connector:
+    if kind(node) != "mapping":
+        r.report(path, node, f"must be a mapping, got {describe(node)}")
+        return _Connector(None, None, node)
+    keys, aliases, _, _ = _connector_rules()
+    jtype = _connector_type(r, node, path, _JOINT_KEYS, {}, "joint", (*keys, *aliases))
+    if jtype is None:  # keys cannot be judged by type: only refuse keys no type has
+        m = r.mapping(node, path, _JOINT_EVERY)
+    else:
+        m = r.mapping(node, path, _JOINT_KEYS[jtype], _JOINT_FOREIGN[jtype])
+    before = len(r.problems)
+    name_node = m.get("name")
+    if name_node is not None:
+        name = r.string(name_node, m.sub("name"), nonempty=True)
+    else:
+        name = None if jtype is None else f"{jtype}-{index}"
+    result = _Connector(name, name_node, node)
+    pair = _connector_bodies(r, m, known, "joint")
+    if jtype is None:
+        return result
+    fields = _joint_geometry(r, m, jtype, name)
+    fields.update(_drive(r, m, jtype))
+    if len(r.problems) > before or pair is None:
+        return result
+    fields = {k: frozen_array(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
+    result.spec = JointSpec(name=name, type=jtype, body_a=pair[0], body_b=pair[1], line=m.line, **fields)
+    return result
+
+
+def _joint_geometry(r: Reader, m: Map, jtype: str, name: Optional[str]) -> dict:
+    """``point``, ``axis``, ``axes`` or ``points`` and ``length``: the keys of ``jtype``, checked."""
+    own = _JOINT_OWN[jtype]
+    fields = {}
+    if "point" in own:
+        node = r.require(m, "point")
+        fields["point"] = None if node is None else r.vector(node, m.sub("point"))
+    if "axis" in own:
+        node = r.require(m, "axis")
+        fields["axis"] = None if node is None else r.unit(node, m.sub("axis"))
+    if "axes" in own:
+        node = r.require(m, "axes")
+        path = m.sub("axes")
+        axes = None if node is None else r.numbers(node, path, 2, item=r.unit, what="axes")
+        if axes is not None:
+            cos = float(np.dot(axes[0], axes[1]))
+            if abs(cos) > _PERPENDICULAR:
+                angle = math.degrees(math.acos(min(1.0, max(-1.0, cos))))
+                r.report(path, node, f"must be perpendicular at t = 0 (|cos| ≤ 1e-6); "
+                                     f"the angle between them is {angle:.6g}°")
+                axes = None
+        fields["axes"] = None if axes is None else np.array(axes)
+    if "points" in own:
+        fields.update(_distance(r, m, name))
+    return fields
+
+
+def _distance(r: Reader, m: Map, name: Optional[str]) -> dict:
+    """A distance joint's ``points`` and ``length`` (the initial distance; a given one must match it)."""
+    node = r.require(m, "points")
+    points = None if node is None else r.numbers(node, m.sub("points"), 2, item=r.vector, what="points")
+    initial = None
+    if points is not None:
+        points = np.array(points)
+        # halves first, so far-apart points give inf (refused) instead of overflowing
+        initial = 2.0 * norm(0.5 * points[1] - 0.5 * points[0])
+        if not math.isfinite(initial):
+            r.report(m.sub("points"), m.get("points"), "the points are too far apart for a finite length")
+            initial = None
+        elif initial == 0.0:
+            r.report(m.sub("points"), m.get("points"),
+                     "the two points coincide; a distance joint needs two different points")
+            initial = None
+    length = r.optional(m, "length", lambda n, p: r.number(n, p, ">0"), initial)
+    if m.has("length") and length is not None and initial is not None:
+        gap = length - initial
+        if abs(gap) > _LENGTH_RTOL * max(1.0, initial):
+            joint = "the joint" if name is None else f"joint {name!r}"
+            r.report(m.sub("length"), m.get("length"),
+                     f"{joint} is not satisfied at t = 0: length {length:.12g} but the points are "
+                     f"{initial:.12g} apart (gap {gap:.3g}); the initial positions must satisfy every joint "
+                     f"(leave length out to use the initial distance)")
+            length = None
+    return dict(points=points, length=length)
+
+
+def _drive(r: Reader, m: Map, jtype: str) -> dict:
+    """``drive: {angle: F, displacement: F}`` as the type allows (DRIVEN), each F(0) = 0."""
+    node = m.get("drive")
+    if node is None:
+        return {}
+    path = m.sub("drive")
+    allowed = DRIVEN.get(jtype, ())
+    if not allowed:
+        *some, last = DRIVEN
+        r.report(path, node, f"a {jtype} joint takes no drive; only {', '.join(some)} and {last} joints do")
+        return {}
+    takes = " and/or ".join(allowed)
+    foreign = {}
+    if kind(node) == "mapping":
+        for key_node, _ in node.value:
+            key = getattr(key_node, "value", None)
+            if not isinstance(key, str) or key in allowed:
+                continue
+            others = [t for t, ds in DRIVEN.items() if key in ds]
+            if others:
+                foreign[key] = (f"a {jtype} joint has no {key!r} drive{suggest(key, allowed)}; it takes {takes} "
+                                f"({key!r} drives {' and '.join(others)} joints)")
+            else:
+                foreign[key] = f"unknown drive {key!r}{suggest(key, allowed)}; a {jtype} joint takes {takes}"
+    dm = r.mapping(node, path, allowed, foreign)
+    if dm is None:
+        return {}
+    if not node.value:
+        r.report(path, node, f"must give {takes}")
+        return {}
+    drives = {}
+    for key in allowed:
+        f = r.optional(dm, key, lambda n, p: _time_function(r, n, p), None)
+        if f is not None:
+            f0 = float(f(0.0))
+            if not abs(f0) <= _DRIVE_ZERO:
+                r.report(dm.sub(key), dm.get(key),
+                         f"must be 0 at t = 0 (drives are measured from the initial configuration), "
+                         f"got F(0) = {f0:.6g}")
+                continue
+        drives[key] = f
+    return drives
 
 
 # --------------------------------------------------------------------------
@@ -665,7 +839,7 @@ def _load(r: Reader, node, path: str, known: dict) -> Optional[LoadSpec]:
 
 
 def _time_function(r: Reader, node, path: str):
-    """``{constant: c}``, ``{ramp: ...}``, ``{sine: ...}`` or ``{table: ...}``."""
+    """``{constant: c}``, ``{ramp: ...}``, ``{sine: ...}``, ``{table: ...}`` or ``{smooth_ramp: ...}``."""
     m = r.mapping(node, path, _TIME_FUNCTIONS)
     form = None if m is None else r.exactly_one(m, _TIME_FUNCTIONS)
     if form is None:
@@ -676,14 +850,15 @@ def _time_function(r: Reader, node, path: str):
         return None if c is None else Constant(c)
     if form == "table":
         return _table(r, value, sub)
-    keys = ("t0", "t1", "from", "to") if form == "ramp" else ("amplitude", "frequency", "phase", "offset")
+    ramp = form in ("ramp", "smooth_ramp")
+    keys = ("t0", "t1", "from", "to") if ramp else ("amplitude", "frequency", "phase", "offset")
     fm = r.mapping(value, sub, keys)
     if fm is None:
         return None
     before = len(r.problems)
     a, b = (r.required_number(fm, k, None) for k in keys[:2])
     c, d = (r.optional(fm, k, r.number, default) for k, default in
-            zip(keys[2:], (0.0, 1.0) if form == "ramp" else (0.0, 0.0)))
+            zip(keys[2:], (0.0, 1.0) if ramp else (0.0, 0.0)))
     if len(r.problems) > before:
         return None
     if form == "sine":
@@ -691,7 +866,7 @@ def _time_function(r: Reader, node, path: str):
     if not b > a:
         r.report(fm.sub("t1"), fm.get("t1"), f"must be greater than t0 ({fm.get('t0').value})")
         return None
-    return Ramp(t0=a, t1=b, start=c, end=d)
+    return (SmoothRamp if form == "smooth_ramp" else Ramp)(t0=a, t1=b, start=c, end=d)
 
 
 def _table(r: Reader, node, path: str) -> Optional[Table]:

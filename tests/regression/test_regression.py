@@ -115,9 +115,9 @@ from tests.regression import test_regression as tr
 
 def mutant(law):
     @njit(cache=False)
-    def wrong(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+    def wrong(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
               pos, data, scr):
-        failed = law(lo, hi, body, p, first, lam, scale, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K,
+        failed = law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K,
                      out, pos, data, scr)
         last = p.shape[1] - 1
         for e in range(lo, hi):

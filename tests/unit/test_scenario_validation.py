@@ -12,7 +12,7 @@ import pytest
 import yaml  # only to build variants of the example in the junk test
 
 from mbsim.scenario import (
-    Constant, Problem, Ramp, ScenarioError, Sine, Table, load_scenario, parse_scenario,
+    Constant, JointSpec, Problem, Ramp, ScenarioError, Sine, SmoothRamp, Table, load_scenario, parse_scenario,
     scenario_from_dict,
 )
 
@@ -257,6 +257,33 @@ def test_integrator_defaults_and_null():
         i = s.integrator
         assert (i.rho_inf, i.tangent, i.max_iterations, i.rtol, i.atol) == (0.9, "consistent", 25, 1e-8, 1e-10)
         assert s.output.interval == 0.1 and s.output_file == "outputs/scenario.h5"
+
+
+def test_integrator_joints_defaults_and_null():
+    for extra in ((), ("integrator:",), ("integrator:", "  joints:"), ("integrator: {joints: {}}",)):
+        i = parse_scenario(doc(*BASE, *extra)).integrator
+        assert (i.redundant, i.velocities) == ("remove", "project")
+    i = parse_scenario(doc(*BASE, "integrator:", "  joints: {redundant: refuse, velocities: refuse}")).integrator
+    assert (i.redundant, i.velocities) == ("refuse", "refuse")
+    i = parse_scenario(doc(*BASE, "integrator:", "  joints:", "    velocities: refuse")).integrator
+    assert (i.redundant, i.velocities) == ("remove", "refuse")
+
+
+@pytest.mark.parametrize("line, path, fragment", [
+    ("    redundant: drop", "integrator.joints.redundant",
+     "unknown value 'drop'; expected one of remove, refuse"),
+    ("    redundant: Refuse", "integrator.joints.redundant", "did you mean 'refuse'?"),
+    ("    velocities: projct", "integrator.joints.velocities",
+     "unknown value 'projct' (did you mean 'project'?); expected one of project, refuse"),
+    ("    velocities: true", "integrator.joints.velocities", "must be a string"),
+    ("    velocity: project", "integrator.joints", "unknown key 'velocity' (did you mean 'velocities'?)"),
+])
+def test_integrator_joints_refuses_bad_values(line, path, fragment):
+    expect(doc(*BASE, "integrator:", "  joints:", line), path, 7, fragment)
+
+
+def test_integrator_joints_must_be_a_mapping():
+    expect(doc(*BASE, "integrator: {joints: remove}"), "integrator.joints", 5, "must be a mapping")
 
 
 @pytest.mark.parametrize("rho", ["-0.1", "1.5"])
@@ -563,6 +590,342 @@ def test_torsional_damper_resolution():
 
 
 # --------------------------------------------------------------------------
+# joints (documents: bob at line 4, arm at 5, "joints:" at 6, the item at 7)
+# --------------------------------------------------------------------------
+ARM = "  - {name: arm, mass: 1, inertia: [1, 1, 1], position: [1, 0, 0]}"
+
+
+def joints(*lines):
+    return doc(*BASE, ARM, "joints:", *lines)
+
+
+ALL_JOINTS = (
+    "  - {type: spherical, bodies: [world, bob], point: [0, 0, 0]}",                               # 7
+    "  - type: revolute",                                                                            # 8
+    "    name: hinge",
+    "    bodies: [bob, arm]",
+    "    point: [0.5, 0, 0]",
+    "    axis: [0, 0, 2]",
+    "    drive: {angle: {smooth_ramp: {t0: 0, t1: 1, to: 1.5}}}",
+    "  - {type: prismatic, bodies: [bob, arm], point: [0, 0, 0], axis: [3, 4, 0],"                 # 14
+    " drive: {displacement: {ramp: {t0: 0.5, t1: 1, to: 0.2}}}}",
+    "  - type: cylindrical",                                                                         # 15
+    "    bodies: [bob, arm]",
+    "    point: [1, 2, 3]",
+    "    axis: [0, -1, 0]",
+    "    drive:",
+    "      angle: {sine: {amplitude: 0.1, frequency: 2}}",
+    "      displacement: {table: [[0, 0], [1, 0.5]]}",
+    "  - {type: planar, bodies: [world, arm], point: [0, 0, 1], axis: [0, 0, 1]}",                  # 22
+    "  - {type: universal, bodies: [bob, arm], point: [0, 0, 0], axes: [[2, 0, 0], [0, 0, -5]]}",   # 23
+    "  - {type: lock, bodies: [bob, arm], point: [7, 8, 9]}",                                        # 24
+    "  - {type: distance, bodies: [world, arm], points: [[1, 0, 0], [4, 4, 0]]}",                    # 25
+    "  - {type: distance, bodies: [world, arm], points: [[1, 0, 0], [4, 4, 0]], length: 5.0}",       # 26
+)
+
+
+def test_joints_optional():
+    for extra in ((), ("joints:",), ("joints: []",)):
+        s = parse_scenario(doc(*BASE, *extra))
+        assert s.joints == ()
+    expect(doc(*BASE, "joints: {type: lock}"), "joints", 5, "must be a list")
+
+
+def test_every_joint_type_loads_into_its_spec():
+    s = parse_scenario(joints(*ALL_JOINTS))
+    j = s.joints
+    assert all(isinstance(x, JointSpec) for x in j)
+    assert [x.type for x in j] == ["spherical", "revolute", "prismatic", "cylindrical", "planar", "universal",
+                                   "lock", "distance", "distance"]
+    assert [x.name for x in j] == ["spherical-0", "hinge", "prismatic-2", "cylindrical-3", "planar-4",
+                                   "universal-5", "lock-6", "distance-7", "distance-8"]
+    assert [x.line for x in j] == [7, 8, 14, 15, 22, 23, 24, 25, 26]
+    assert [(x.body_a, x.body_b) for x in j][:2] == [("world", "bob"), ("bob", "arm")]
+    sph, rev, pri, cyl, pla, uni, lock, dist, dist_given = j
+    # point: every type but distance; axis: revolute, prismatic, cylindrical, planar (normalised)
+    assert np.array_equal(sph.point, [0, 0, 0]) and sph.axis is None and sph.axes is None and sph.points is None
+    assert np.array_equal(rev.point, [0.5, 0, 0]) and np.array_equal(rev.axis, [0, 0, 1])
+    np.testing.assert_allclose(pri.axis, [0.6, 0.8, 0], rtol=1e-15)
+    assert np.array_equal(cyl.point, [1, 2, 3]) and np.array_equal(cyl.axis, [0, -1, 0])
+    assert np.array_equal(pla.axis, [0, 0, 1]) and pla.angle is None and pla.displacement is None
+    assert uni.axis is None and np.array_equal(uni.axes, [[1, 0, 0], [0, 0, -1]]) and uni.axes.shape == (2, 3)
+    assert np.array_equal(lock.point, [7, 8, 9]) and lock.axis is None
+    assert dist.point is None and np.array_equal(dist.points, [[1, 0, 0], [4, 4, 0]]) and dist.length == 5.0
+    assert dist_given.length == 5.0
+    for x in j:
+        for a in (x.point, x.axis, x.axes, x.points):
+            assert a is None or (a.dtype == float and not a.flags.writeable)
+    # drives: the time functions, None where absent
+    assert isinstance(rev.angle, SmoothRamp) and rev.displacement is None
+    assert (rev.angle.t0, rev.angle.t1, rev.angle.start, rev.angle.end) == (0, 1, 0, 1.5)
+    assert isinstance(pri.displacement, Ramp) and pri.angle is None and pri.displacement.end == 0.2
+    assert isinstance(cyl.angle, Sine) and isinstance(cyl.displacement, Table)
+    assert cyl.angle(0.0) == 0.0 and cyl.displacement(1.0) == 0.5
+    assert all(x.angle is None and x.displacement is None for x in (sph, pla, uni, lock, dist))
+
+
+def test_joint_names_are_their_own_namespace():
+    """A joint may share a connector's name, and a default joint name a connector's."""
+    s = parse_scenario(doc(*BASE, ARM,
+                           "connectors:",
+                           "  - {name: lock-0, type: damper, bodies: [bob, arm], points: [[0, 0, 0], [1, 0, 0]], "
+                           "damping: 1}",
+                           "  - {name: hinge, type: damper, bodies: [bob, arm], points: [[0, 0, 0], [1, 0, 0]], "
+                           "damping: 1}",
+                           "joints:",
+                           "  - {type: lock, bodies: [bob, arm], point: [0, 0, 0]}",
+                           "  - {name: hinge, type: spherical, bodies: [bob, arm], point: [0, 0, 0]}"))
+    assert [c.name for c in s.connectors] == ["lock-0", "hinge"] and [x.name for x in s.joints] == ["lock-0", "hinge"]
+
+
+def test_joint_names_unique():
+    lock = "type: lock, bodies: [bob, arm], point: [0, 0, 0]"
+    expect(joints(f"  - {{name: a, {lock}}}", f"  - {{name: a, {lock}}}"),
+           "joints[1].name", 8, "duplicate joint name 'a' (first at line 7)")
+    expect(joints(f"  - {{{lock}}}", f"  - {{name: lock-0, {lock}}}"),
+           "joints[1].name", 8, "duplicate joint name 'lock-0'")
+    expect(joints(f"  - {{name: lock-1, {lock}}}", f"  - {{{lock}}}"),
+           "joints[1]", 8, "duplicate default joint name 'lock-1'")
+    expect(joints(f"  - {{name: '', {lock}}}"), "joints[0].name", 7, "must not be empty")
+
+
+def test_joint_item_must_be_a_mapping():
+    expect(joints("  - lock"), "joints[0]", 7, "must be a mapping, got text 'lock'")
+
+
+def test_joint_type_required():
+    expect(joints("  - {bodies: [bob, arm], point: [0, 0, 0]}"), "joints[0]", 7, "missing required key 'type'")
+
+
+def test_joint_type_unknown_with_hint():
+    p = expect(joints("  - {type: revolut, bodies: [bob, arm], point: [0, 0, 0], axis: [0, 0, 1]}"),
+               "joints[0].type", 7, "unknown joint type 'revolut' (did you mean 'revolute'?)")
+    assert p.message.endswith("expected one of spherical, revolute, prismatic, cylindrical, planar, universal, "
+                              "lock, distance")
+    # a type is written as it is stored: no aliases, no other letter case
+    expect(joints("  - {type: Hinge, bodies: [bob, arm], point: [0, 0, 0]}"), "joints[0].type", 7,
+           "unknown joint type 'Hinge'")
+    expect(joints("  - {type: Lock, bodies: [bob, arm], point: [0, 0, 0]}"), "joints[0].type", 7,
+           "did you mean 'lock'?")
+    # with an unknown type, only keys that no joint type has are refused
+    err = refused(joints("  - {type: hinge, bodies: [bob, arm], point: [0, 0, 0], axis: [0, 0, 1], dirve: {}}"))
+    assert [(p.path, p.message) for p in err.problems if p.path == "joints[0]"] == [
+        ("joints[0]", "unknown key 'dirve' (did you mean 'drive'?)")]
+
+
+def test_joint_and_connector_types_belong_to_their_own_sections():
+    p = expect(connectors("  - {type: revolute, bodies: [world, bob]}"), "connectors[0].type", 6,
+               "unknown connector type 'revolute'")
+    assert p.message.endswith("; 'revolute' is a joint type: list it under joints")
+    p = expect(joints("  - {type: dashpot, bodies: [world, bob]}"), "joints[0].type", 7, "unknown joint type 'dashpot'")
+    assert p.message.endswith("; 'dashpot' is a connector type: list it under connectors")
+    assert "joint type" not in refused(connectors("  - {type: hinge, bodies: [world, bob]}")).problems[0].message
+
+
+def test_joint_unknown_key_with_hint():
+    expect(joints("  - type: revolute", "    bodies: [bob, arm]", "    point: [0, 0, 0]", "    axsi: [0, 0, 1]"),
+           "joints[0]", 10, "unknown key 'axsi' (did you mean 'axis'?)")
+    expect(joints("  - {type: spherical, bodies: [bob, arm], pont: [0, 0, 0]}"),
+           "joints[0]", 7, "unknown key 'pont' (did you mean 'point'?)")
+
+
+@pytest.mark.parametrize("jtype, key, value, owners", [
+    ("spherical", "axis", "[0, 0, 1]", "revolute, prismatic, cylindrical, planar"),
+    ("revolute", "axes", "[[1, 0, 0], [0, 1, 0]]", "universal"),
+    ("lock", "length", "1", "distance"),
+    ("universal", "points", "[[0, 0, 0], [1, 0, 0]]", "distance"),
+    ("distance", "point", "[0, 0, 0]", "spherical, revolute, prismatic, cylindrical, planar, universal, lock"),
+])
+def test_key_of_another_joint_type(jtype, key, value, owners):
+    expect(joints(f"  - type: {jtype}", "    bodies: [bob, arm]", f"    {key}: {value}"),
+           "joints[0]", 9, f"{key!r} is not a key of a {jtype} joint (it belongs to: {owners})")
+
+
+def test_joint_bodies():
+    expect(joints("  - type: lock", "    bodies: [bob, amr]", "    point: [0, 0, 0]"),
+           "joints[0].bodies[1]", 8, "unknown body 'amr' (did you mean 'arm'?)")
+    expect(joints("  - {type: lock, bodies: [bob], point: [0, 0, 0]}"), "joints[0].bodies", 7, "must have 2 entries")
+    expect(joints("  - {type: lock, point: [0, 0, 0]}"), "joints[0]", 7, "missing required key 'bodies'")
+    expect(joints("  - type: lock", "    bodies: [arm, arm]", "    point: [0, 0, 0]"),
+           "joints[0].bodies", 8, "a joint cannot join a body to itself ('arm')")
+    text = doc(*BASE, "  - {name: base, fixed: true}", "joints:", "  - type: lock", "    bodies: [world, base]",
+               "    point: [0, 0, 0]")
+    expect(text, "joints[0].bodies", 8, "joins two fixed bodies ('world' and 'base'); at least one must move")
+
+
+@pytest.mark.parametrize("jtype", ["spherical", "revolute", "prismatic", "cylindrical", "planar", "universal",
+                                   "lock"])
+def test_joint_point_required(jtype):
+    expect(joints(f"  - {{type: {jtype}, bodies: [bob, arm]}}"), "joints[0]", 7, "missing required key 'point'")
+
+
+def test_joint_point_is_a_vector():
+    expect(joints("  - {type: spherical, bodies: [bob, arm], point: [0, 0]}"), "joints[0].point", 7,
+           "must have 3 entries, got 2")
+    expect(joints("  - {type: spherical, bodies: [bob, arm], point: [0, .inf, 0]}"), "joints[0].point[1]", 7,
+           "must be finite")
+
+
+@pytest.mark.parametrize("jtype", ["revolute", "prismatic", "cylindrical", "planar"])
+def test_joint_axis_required_and_non_zero(jtype):
+    expect(joints(f"  - {{type: {jtype}, bodies: [bob, arm], point: [0, 0, 0]}}"), "joints[0]", 7,
+           "missing required key 'axis'")
+    expect(joints(f"  - {{type: {jtype}, bodies: [bob, arm], point: [0, 0, 0], axis: [0, 0, 0]}}"),
+           "joints[0].axis", 7, "must not be the zero vector")
+    expect(joints(f"  - {{type: {jtype}, bodies: [bob, arm], point: [0, 0, 0], axis: [0, 1e999, 0]}}"),
+           "joints[0].axis[1]", 7, "must be finite")
+
+
+def test_joint_axis_normalised_without_overflow():
+    s = parse_scenario(joints("  - {type: revolute, bodies: [bob, arm], point: [0, 0, 0], axis: [3e307, 4e307, 0]}",
+                              "  - {type: revolute, bodies: [bob, arm], point: [0, 0, 0], axis: [0, 0, 1e-320]}"))
+    np.testing.assert_allclose(s.joints[0].axis, [0.6, 0.8, 0], rtol=1e-15)
+    assert np.array_equal(s.joints[1].axis, [0, 0, 1])
+
+
+def test_universal_axes():
+    uni = "  - {type: universal, bodies: [bob, arm], point: [0, 0, 0], "
+    expect(joints(uni + "}"), "joints[0]", 7, "missing required key 'axes'")
+    expect(joints(uni + "axes: [[1, 0, 0]]}"), "joints[0].axes", 7, "must have 2 entries, got 1")
+    expect(joints(uni + "axes: [[1, 0, 0], [0, 0, 0]]}"), "joints[0].axes[1]", 7, "must not be the zero vector")
+    expect(joints("  - type: universal", "    bodies: [bob, arm]", "    point: [0, 0, 0]",
+                  "    axes: [[1, 0, 0], [1, 1, 0]]"),
+           "joints[0].axes", 10, "must be perpendicular at t = 0 (|cos| ≤ 1e-6); the angle between them is 45°")
+    expect(joints(uni + "axes: [[1, 0, 0], [-1, 0, 0]]}"), "joints[0].axes", 7, "the angle between them is 180°")
+    # |cos| ≤ 1e-6 passes (and the axes are stored as written, normalised)
+    s = parse_scenario(joints(uni + "axes: [[1, 0, 0], [1e-6, 1, 0]]}"))
+    np.testing.assert_allclose(s.joints[0].axes[1], [1e-6, 1, 0], rtol=1e-12)
+    expect(joints(uni + "axes: [[1, 0, 0], [2e-6, 1, 0]]}"), "joints[0].axes", 7, "must be perpendicular")
+
+
+def test_distance_points_and_length():
+    dist = "  - {type: distance, bodies: [world, arm], "
+    expect(joints(dist + "}"), "joints[0]", 7, "missing required key 'points'")
+    expect(joints(dist + "points: [[0, 0, 0], [0, 1]]}"), "joints[0].points[1]", 7, "must have 3 entries")
+    expect(joints(dist + "points: [[1, 2, 3], [1, 2, 3]]}"), "joints[0].points", 7,
+           "the two points coincide; a distance joint needs two different points")
+    expect(joints(dist + "points: [[-1e308, 0, 0], [1e308, 0, 0]]}"), "joints[0].points", 7,
+           "the points are too far apart for a finite length")
+    expect(joints(dist + "points: [[0, 0, 0], [3, 4, 0]], length: 0}"), "joints[0].length", 7, "must be > 0")
+    expect(joints(dist + "points: [[0, 0, 0], [3, 4, 0]], length: -1}"), "joints[0].length", 7, "must be > 0")
+    # far apart but finite: halved before subtracting
+    s = parse_scenario(joints(dist + "points: [[-1e308, 0, 0], [0.5e308, 0, 0]]}"))
+    assert s.joints[0].length == 1.5e308
+
+
+def test_distance_length_must_match_the_initial_distance():
+    p = expect(joints("  - name: rod", "    type: distance", "    bodies: [world, arm]",
+                      "    points: [[1, 0, 0], [4, 4, 0]]", "    length: 5.5"),
+               "joints[0].length", 11, "joint 'rod' is not satisfied at t = 0")
+    assert "length 5.5 but the points are 5 apart (gap 0.5)" in p.message
+    expect(joints("  - {type: distance, bodies: [world, arm], points: [[0, 0, 0], [0, 0, 1]], length: 0.999}"),
+           "joints[0].length", 7, "joint 'distance-0' is not satisfied at t = 0: length 0.999 but the points are 1 "
+                                  "apart (gap -0.001)")
+    # within 1e-9 · max(1, d0): accepted, and stored as written
+    s = parse_scenario(joints(
+        "  - {type: distance, bodies: [world, arm], points: [[0, 0, 0], [0, 0, 1]], length: 1.0000000009}",
+        "  - {type: distance, bodies: [world, arm], points: [[0, 0, 0], [0, 0, 1e-6]], length: 1.0e-6}",
+        "  - {type: distance, bodies: [world, arm], points: [[0, 0, 0], [0, 0, 1000]], length: 1000.0000009}"))
+    assert [x.length for x in s.joints] == [1.0000000009, 1e-6, 1000.0000009]
+    expect(joints("  - {type: distance, bodies: [world, arm], points: [[0, 0, 0], [0, 0, 1e-6]], length: 1.1e-6}"),
+           "joints[0].length", 7, "is not satisfied")
+    expect(joints("  - {type: distance, bodies: [world, arm], points: [[0, 0, 0], [0, 0, 1000]], "
+                  "length: 1000.000002}"), "joints[0].length", 7, "is not satisfied")
+
+
+@pytest.mark.parametrize("jtype", ["spherical", "planar", "universal", "lock", "distance"])
+def test_drive_only_on_driven_types(jtype):
+    expect(joints(f"  - type: {jtype}", "    bodies: [bob, arm]", "    drive: {angle: {constant: 0}}"),
+           "joints[0].drive", 9,
+           f"a {jtype} joint takes no drive; only revolute, prismatic and cylindrical joints do")
+
+
+@pytest.mark.parametrize("jtype, drive, fragment", [
+    ("revolute", "{displacement: {constant: 0}}",
+     "a revolute joint has no 'displacement' drive; it takes angle ('displacement' drives prismatic and "
+     "cylindrical joints)"),
+    ("prismatic", "{angle: {constant: 0}}",
+     "a prismatic joint has no 'angle' drive; it takes displacement ('angle' drives revolute and cylindrical "
+     "joints)"),
+    ("revolute", "{angel: {constant: 0}}",
+     "unknown drive 'angel' (did you mean 'angle'?); a revolute joint takes angle"),
+    ("cylindrical", "{displacment: {constant: 0}}",
+     "unknown drive 'displacment' (did you mean 'displacement'?); a cylindrical joint takes angle and/or "
+     "displacement"),
+    ("revolute", "{}", "must give angle"),
+    ("cylindrical", "{}", "must give angle and/or displacement"),
+    ("revolute", "~", "must be a mapping, got null"),
+    ("revolute", "{constant: 0}", "unknown drive 'constant'"),
+])
+def test_drive_keys(jtype, drive, fragment):
+    expect(joints(f"  - type: {jtype}", "    bodies: [bob, arm]", "    point: [0, 0, 0]", "    axis: [1, 0, 0]",
+                  f"    drive: {drive}"),
+           "joints[0].drive", 11, fragment)
+
+
+@pytest.mark.parametrize("key, function, shown", [
+    ("angle", "{constant: 0.5}", "got F(0) = 0.5"),
+    ("angle", "{ramp: {t0: 0, t1: 1, from: 1, to: 0}}", "got F(0) = 1"),
+    ("displacement", "{sine: {amplitude: 1, frequency: 1, offset: 0.25}}", "got F(0) = 0.25"),
+    ("displacement", "{sine: {amplitude: 2, frequency: 1, phase: 1.5707963267948966}}", "got F(0) = 2"),
+    ("angle", "{table: [[-1, 0], [1, 4e-12]]}", "got F(0) = 2e-12"),  # the limit is |F(0)| ≤ 1e-12
+    ("displacement", "{smooth_ramp: {t0: 1, t1: 2, from: -3}}", "got F(0) = -3"),
+])
+def test_drive_starts_at_zero(key, function, shown):
+    p = expect(joints("  - type: cylindrical", "    bodies: [bob, arm]", "    point: [0, 0, 0]", "    axis: [1, 0, 0]",
+                      "    drive:", f"      {key}: {function}"),
+               f"joints[0].drive.{key}", 12, "must be 0 at t = 0 (drives are measured from the initial configuration)")
+    assert shown in p.message
+
+
+def test_drive_time_functions():
+    s = parse_scenario(joints(
+        "  - type: cylindrical",
+        "    bodies: [bob, arm]",
+        "    point: [0, 0, 0]",
+        "    axis: [1, 0, 0]",
+        "    drive:",
+        "      angle: {smooth_ramp: {t0: 0, t1: 2, to: 3}}",
+        "      displacement: {sine: {amplitude: 1, frequency: 1, phase: 3.141592653589793}}",
+        "  - {type: revolute, bodies: [bob, arm], point: [0, 0, 0], axis: [1, 0, 0], "
+        "drive: {angle: {table: [[-1, -1], [0, 0], [1, 1e-13]]}}}",
+        "  - {type: prismatic, bodies: [bob, arm], point: [0, 0, 0], axis: [1, 0, 0], "
+        "drive: {displacement: {constant: 0}}}"))
+    cyl, rev, pri = s.joints
+    assert isinstance(cyl.angle, SmoothRamp) and cyl.angle(1.0) == 1.5 and cyl.angle.derivative(0.0) == 0.0
+    assert isinstance(cyl.displacement, Sine)  # sin(π) ≈ 1.2e-16: zero within 1e-12
+    assert isinstance(rev.angle, Table) and isinstance(pri.displacement, Constant)
+    # a bad function inside a drive is reported at its own path
+    expect(joints("  - {type: revolute, bodies: [bob, arm], point: [0, 0, 0], axis: [1, 0, 0], "
+                  "drive: {angle: {smooth_ramp: {t0: 1, t1: 1}}}}"),
+           "joints[0].drive.angle.smooth_ramp.t1", 7, "must be greater than t0 (1)")
+    expect(joints("  - {type: revolute, bodies: [bob, arm], point: [0, 0, 0], axis: [1, 0, 0], "
+                  "drive: {angle: 0}}"), "joints[0].drive.angle", 7, "must be a mapping, got number 0")
+
+
+def test_every_joint_problem_reported_at_once():
+    text = joints(
+        "  - {type: sphrical, bodies: [bob, arm], point: [0, 0, 0]}",                              # 7
+        "  - {type: revolute, bodies: [bob, bob], point: [0, 0, 0], axis: [0, 0, 0]}",             # 8
+        "  - {type: universal, bodies: [bob, arm], point: [0, 0, 0], axes: [[1, 0, 0], [1, 1, 0]]}",  # 9
+        "  - {type: distance, bodies: [world, arm], points: [[0, 0, 0], [1, 0, 0]], length: 2}",   # 10
+        "  - {type: spherical, bodies: [bob, arm], axis: [0, 0, 1], drive: {angle: {constant: 0}}}",  # 11
+        "  - {type: revolute, bodies: [bob, arm], point: [0, 0, 0], axis: [0, 0, 1],"              # 12
+        " drive: {displacement: {constant: 0}}}",
+        "  - {type: prismatic, bodies: [bob, ghost], point: [0, 0, 0], axis: [1, 0, 0],"           # 13
+        " drive: {displacement: {constant: 1}}}",
+        "  - {type: lock, bodies: [bob, arm], point: [0, 0, 0]}",                                  # 14
+        "  - {name: lock-7, type: lock, bodies: [bob, arm], point: [0, 0, 0]}")                    # 15
+    err = refused(text)
+    got = {(p.path, p.line) for p in err.problems}
+    assert got == {("joints[0].type", 7), ("joints[1].bodies", 8), ("joints[1].axis", 8), ("joints[2].axes", 9),
+                   ("joints[3].length", 10), ("joints[4]", 11), ("joints[4].drive", 11), ("joints[5].drive", 12),
+                   ("joints[6].bodies[1]", 13), ("joints[6].drive.displacement", 13), ("joints[8].name", 15)}
+    assert len(err.problems) == 12  # joints[4] misses 'point' and has 'axis'
+    assert [p.line for p in err.problems] == sorted(p.line for p in err.problems)
+
+
+# --------------------------------------------------------------------------
 # loads (documents: "loads:" at line 5, the item at 6)
 # --------------------------------------------------------------------------
 def loads(*lines):
@@ -595,6 +958,12 @@ def test_load_vector_required():
     ("{constant: yes}", "loads[0].scale.constant", "must be a number"),
     ("{ramp: {t0: 1, t1: 1}}", "loads[0].scale.ramp.t1", "must be greater than t0"),
     ("{ramp: {t1: 1}}", "loads[0].scale.ramp", "missing required key 't0'"),
+    ("{smooth_ramp: {t0: 2, t1: 1}}", "loads[0].scale.smooth_ramp.t1", "must be greater than t0 (2)"),
+    ("{smooth_ramp: {t0: 0}}", "loads[0].scale.smooth_ramp", "missing required key 't1'"),
+    ("{smooth_ramp: {t0: 0, t1: 1, form: 1}}", "loads[0].scale.smooth_ramp", "did you mean 'from'?"),
+    ("{smooth_ramp: {t0: 0, t1: 1}, ramp: {t0: 0, t1: 1}}", "loads[0].scale",
+     "give exactly one of constant, ramp, sine, table, smooth_ramp; got ramp and smooth_ramp"),
+    ("{smoth_ramp: {t0: 0, t1: 1}}", "loads[0].scale", "unknown key 'smoth_ramp' (did you mean 'smooth_ramp'?)"),
     ("{sine: {frequency: 1}}", "loads[0].scale.sine", "missing required key 'amplitude'"),
     ("{sine: {amplitude: 1, frequency: 1, phse: 0}}", "loads[0].scale.sine", "did you mean 'phase'?"),
     ("{table: [[0, 1]]}", "loads[0].scale.table", "at least 2 rows"),
@@ -615,7 +984,9 @@ def test_time_functions_evaluate():
         "  - {type: force, body: bob, vector: [1, 0, 0], scale: {ramp: {t0: 0, t1: 2}}}",
         "  - {type: force, body: bob, vector: [1, 0, 0], scale: {sine: {amplitude: 2, frequency: 0.25, "
         "phase: 1.5707963267948966, offset: 1}}}",
-        "  - {type: torque, body: bob, vector: [0, 0, 1], scale: {table: [[0, 0], [1, 2], [3, 0]]}}"))
+        "  - {type: torque, body: bob, vector: [0, 0, 1], scale: {table: [[0, 0], [1, 2], [3, 0]]}}",
+        "  - {type: force, body: bob, vector: [1, 0, 0], scale: {smooth_ramp: {t0: 1, t1: 3, from: 2, to: 6}}}",
+        "  - {type: force, body: bob, vector: [1, 0, 0], scale: {smooth_ramp: {t0: 0, t1: 2}}}"))
     f = [load.scale for load in s.loads]
     assert isinstance(f[0], Constant) and f[0](7.0) == 1.0
     assert isinstance(f[1], Constant) and f[1](7.0) == 2.5
@@ -628,6 +999,10 @@ def test_time_functions_evaluate():
     assert isinstance(f[5], Table)
     np.testing.assert_allclose(f[5](np.array([-1.0, 0.5, 2.0, 4.0])), [0, 1, 1, 0])
     assert s.loads[5].type == "torque"
+    assert isinstance(f[6], SmoothRamp) and (f[6].t0, f[6].t1, f[6].start, f[6].end) == (1, 3, 2, 6)
+    np.testing.assert_allclose(f[6](np.array([0.0, 1.0, 2.0, 3.0, 5.0])), [2, 2, 4, 6, 6])
+    assert isinstance(f[7], SmoothRamp) and (f[7].start, f[7].end) == (0, 1)  # from 0 to 1 by default
+    np.testing.assert_allclose(f[7](np.array([-1.0, 0.5, 1.0, 9.0])), [0, 0.103515625, 0.5, 1])
 
 
 # --------------------------------------------------------------------------
@@ -719,6 +1094,25 @@ def test_scenario_from_dict():
     assert s.text.splitlines()[0] == "mbsim: 1"
 
 
+def test_scenario_from_dict_passes_joints_through():
+    data = yaml.safe_load(joints(*ALL_JOINTS))
+    data["integrator"] = {"joints": {"redundant": "refuse"}}
+    data["joints"][1]["axis"] = np.array([0.0, 0.0, 2.0])
+    s = scenario_from_dict(data)
+    assert "joints:\n  - {" in s.text and "integrator:\n  joints: {" in s.text
+    assert [x.name for x in s.joints][:2] == ["spherical-0", "hinge"] and s.integrator.redundant == "refuse"
+    import dataclasses
+    from_text = parse_scenario(joints(*ALL_JOINTS)).joints  # the same joints, on other lines
+    _same([dataclasses.replace(x, line=None) for x in s.joints],
+          [dataclasses.replace(x, line=None) for x in from_text])
+    _same(s.joints, parse_scenario(s.text).joints)
+    assert isinstance(s.joints[1].angle, SmoothRamp) and np.array_equal(s.joints[1].axis, [0, 0, 1])
+    with pytest.raises(ScenarioError) as info:
+        scenario_from_dict({**data, "joints": [{"type": "hinge", "bodies": ["world", "bob"]}]})
+    [p] = info.value.problems
+    assert p.path == "joints[0].type" and "unknown joint type 'hinge'" in p.message
+
+
 JUNK = ["~", "yes", "'x'", "-1", "0", "[]", "{}", "[1, 2, 3]", "[[1]]", "{a: 1}", ".nan", "1e999", "!!set {a}"]
 SLOTS = ["mbsim", "name", "gravity", "time", "time.end", "integrator", "integrator.newton", "output",
          "output.interval", "bodies", "bodies.0", "bodies.1.mass", "bodies.1.inertia", "bodies.1.orientation",
@@ -727,11 +1121,21 @@ SLOTS = ["mbsim", "name", "gravity", "time", "time.end", "integrator", "integrat
          "loads.0.scale.sine"]
 
 
-@pytest.mark.parametrize("slot", SLOTS)
+JOINT_EXAMPLE = joints(*ALL_JOINTS, "integrator: {joints: {redundant: remove}}")
+JOINT_SLOTS = ["joints", "joints.0", "joints.0.type", "joints.0.name", "joints.0.bodies", "joints.0.point",
+               "joints.1.axis", "joints.1.drive", "joints.1.drive.angle", "joints.1.drive.angle.smooth_ramp",
+               "joints.3.drive.displacement", "joints.5.axes", "joints.7.points", "joints.8.length",
+               "integrator.joints", "integrator.joints.redundant"]
+
+
+@pytest.mark.parametrize("slot", SLOTS + [f"joint-example:{slot}" for slot in JOINT_SLOTS])
 def test_junk_anywhere_gives_scenario_error_not_traceback(slot):
     """Replace one value of the example by each junk value: a Scenario or a ScenarioError, nothing else."""
+    example = EXAMPLE
+    if slot.startswith("joint-example:"):
+        example, slot = JOINT_EXAMPLE, slot.split(":", 1)[1]
     for junk in JUNK:
-        data = yaml.safe_load(EXAMPLE)
+        data = yaml.safe_load(example)
         *parents, last = slot.split(".")
         target = data
         for key in parents:
@@ -766,6 +1170,9 @@ def _problems_with(text, fast, monkeypatch):
     *(p.read_text() for p in sorted(pathlib.Path(__file__).resolve().parents[2].glob("scenarios/*.yaml"))),
     doc(*BASE, "---", "mbsim: 1"),
     doc(*BASE, "gravty: [0, 0, yes]"),
+    joints(*ALL_JOINTS),
+    joints("  - {type: sphrical, bodies: [bob, arm], axis: [0, 0, 1], drive: {angel: {constant: 1}}}",
+           "  - type: revolute", "    bodies: [arm, arm]", "    drive:", "      angle: {smooth_ramp: {t0: 1}}"),
     "mbsim: 1\ntime: {end: 1, step: '1e-3'}\nbodies: [{name: a, mass: 1e-3, inertia: [1, 1, 1]}]\n",
     "a: [1, 2\n",
 ])
@@ -826,6 +1233,17 @@ def _dict_variants():
         {"name": "", "description": 5, "not a key": 1, "2": 3},
         {"name": "n\x85m", "description": "a\u2028b"},  # YAML line breaks that JSON leaves alone
         {"k" * 1100: 1},  # longer than a YAML key may be
+        {"joints": [{"type": "revolute", "bodies": ["world", "bob"], "point": [0, 0, 0], "axis": [0, 0, 3],
+                     "drive": {"angle": {"smooth_ramp": {"t0": 0, "t1": 1, "to": 2}}}},
+                    {"type": "distance", "bodies": ["world", "bob"], "points": [[0, 0, 0], [0, 0, 2]]}],
+         "integrator": {"joints": {"velocities": "refuse"}}},
+        {"joints": [{"type": "univresal", "bodies": ["world", "bob"], "axes": [[1, 0, 0], [1, 1, 0]]},
+                    {"type": "universal", "bodies": ["world", "world"], "point": [0, 0, 0],
+                     "axes": [[1, 0, 0], [1, 1, 0]], "drive": {"angle": {"constant": 1}}},
+                    {"type": "distance", "bodies": ["world", "bob"], "points": [[0, 0, 0], [0, 0, 2]], "length": 3},
+                    {"type": "prismatic", "bodies": ["world", "bob"], "point": [0, 0, 0], "axis": [0, 0, 0],
+                     "drive": {"angle": None, "displacement": {"constant": 0.5}}}],
+         "integrator": {"joints": {"redundant": None}}},
     ]
     for patch in bad:
         d = dict(base)

@@ -1,0 +1,447 @@
+"""Kinematic joints: ideal constraints with Lagrange multipliers (THEORY §11; SCENARIO.md, joints).
+
+The eight joint types are element kinds of the ``joints`` section that share one law: an instance is a
+list of constraint rows, each one of THEORY §11's primitives, and it brings one multiplier (an own
+unknown, :mod:`mbsim.elements.base`) per row.  Its parameter row holds the arms of the joint's point in
+both bodies, the joint's triad ``(n, u, w)`` as material vectors in A and in B, a distance's length,
+the number of rows and one code per row, ``16·primitive + 4·i + j``:
+
+==========  ===========================  ========================================================
+primitive   Φ                            i, j
+==========  ===========================  ========================================================
+POINT       (x_B − x_A)_i                i the world component
+PERP        a_i · b_j                    i: n, u, w of A (a universal's axes[0]); j: of B
+OFFSET      a_i · (x_B − x_A) − F(t)     i: n, u, w of A; F a displacement drive's, else 0
+DISTANCE    |x_B − x_A| − L
+ANGLE       atan2(w_A·u_B, u_A·u_B) − F  wrapped to (−π, π] (the rotation about n, an angle drive's)
+==========  ===========================  ========================================================
+
+Per row, with its multiplier λ (at t_n + α_f Δt), its scale k and target F (the ``target``
+argument: F(t_{n+1}), 0 for rows without a drive):
+
+- body rows ``−G_αᵀλ``, ``G_α = α_f G(q') + (1−α_f) G(q_n)``; the row's own ``−k (Φ(q') − F)``;
+- tangent ``K_uu = α_f λ ∂(G(q')ᵀ)/∂q'`` (the geometric stiffness), ``K_uλ̃ = k G_αᵀ``,
+  ``K_λ̃u = k G(q')``;
+- outputs: the force ``f_A = −G_rAᵀλ`` and moment ``−G_θAᵀλ − z_A × f_A`` about the joint's point
+  on A, and the norms of the translational and rotational rows' Φ − F;
+- the constrained systems at one state (modes ACCELERATION, VELOCITY of
+  :mod:`mbsim.elements.engine`): ``k G`` in both off-diagonal blocks and the right side
+  ``k (F̈ − γ)`` (γ the velocity-quadratic part of Φ̈) or ``k Ḟ``.
+
+Material vectors move with their body: δa = δθ × a = −â δθ for a = Λ a₀ under the spatial rotation
+increment δθ (THEORY §1).  tests/unit/test_joints.py checks every G, geometric stiffness and γ
+against finite differences.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from ..kernels import njit
+from ..kernels.connectors import NONE, add_block, cross, dot, mv, row
+from .base import ANGLE_ERROR, FORCE, LENGTH, MOMENT, POSITION_ERROR, POTENTIAL, POWER, ElementKind, offsets
+
+MAX_ROWS = 6
+FIELDS = (("ZA", 3), ("ZB", 3), ("NA", 3), ("UA", 3), ("WA", 3), ("NB", 3), ("UB", 3), ("WB", 3), ("L", 1),
+          ("rows", 1), ("code", MAX_ROWS))
+_ZA, _ZB, _NA, _UA, _WA, _NB, _UB, _WB, _L, _ROWS, _CODE = offsets(FIELDS)
+POINT, PERP, OFFSET, DISTANCE, ANGLE = range(5)
+_ACCELERATION, _VELOCITY = -1, -2  # mbsim.elements.engine.MODES
+
+
+def code(primitive: int, i: int = 0, j: int = 0) -> int:
+    return 16 * primitive + 4 * i + j
+
+
+def is_rotation(c: int) -> bool:
+    """Whether the row of code ``c`` is rotational (its Φ in radians, its multiplier in N·m)."""
+    return c // 16 in (PERP, ANGLE)
+
+
+# ----------------------------------------------------------------------------------------------
+# compiled helpers: 3-vectors are tuples, 3×3 blocks are added straight into K
+# ----------------------------------------------------------------------------------------------
+@njit(cache=True)
+def _sub(a, b):
+    return (a[0] - b[0], a[1] - b[1], a[2] - b[2])
+
+
+@njit(cache=True)
+def _add(a, b):
+    return (a[0] + b[0], a[1] + b[1], a[2] + b[2])
+
+
+@njit(cache=True)
+def _scale(f, a):
+    return (f * a[0], f * a[1], f * a[2])
+
+
+@njit(cache=True)
+def _outer(K, ke, ro, co, f, u, v, s):
+    """K[ke, ro:ro+3, co:co+3] += f (u vᵀ − s I)  (â b̂ = b aᵀ − (a·b) I)."""
+    for r in range(3):
+        for q in range(3):
+            K[ke, ro + r, co + q] += f * (u[r] * v[q] - (s if r == q else 0.0))
+
+
+@njit(cache=True)
+def _skew(K, ke, ro, co, f, a):
+    """K[ke, ro:ro+3, co:co+3] += f â."""
+    K[ke, ro + 0, co + 1] -= f * a[2]
+    K[ke, ro + 0, co + 2] += f * a[1]
+    K[ke, ro + 1, co + 0] += f * a[2]
+    K[ke, ro + 1, co + 2] -= f * a[0]
+    K[ke, ro + 2, co + 0] -= f * a[1]
+    K[ke, ro + 2, co + 1] += f * a[0]
+
+
+@njit(cache=True)
+def _material(p, e, c, R, b):
+    """Material vector in column ``c`` of instance e's row, in the world frame of body b's Λ = R[b]."""
+    return mv(R, b, row(p, e, c))
+
+
+@njit(cache=True)
+def _vectors(p, e, code_, R, a, b):
+    """The two vectors of a PERP/OFFSET/ANGLE row: (a_i of A, b_j of B) in the world frame."""
+    i = (code_ // 4) % 4
+    j = code_ % 4
+    return _material(p, e, _NA + 3 * i, R, a), _material(p, e, _NB + 3 * j, R, b)
+
+
+@njit(cache=True)
+def _geometry(p, e, R, r, a, b):
+    """z_A, z_B and d = x_B − x_A at one state."""
+    zA = _material(p, e, _ZA, R, a)
+    zB = _material(p, e, _ZB, R, b)
+    d = (r[b, 0] + zB[0] - r[a, 0] - zA[0], r[b, 1] + zB[1] - r[a, 1] - zA[1], r[b, 2] + zB[2] - r[a, 2] - zA[2])
+    return zA, zB, d
+
+
+@njit(cache=True)
+def _row(c, p, e, R, r, a, b):
+    """Φ (for ANGLE the raw atan2) and G = [g_rA, g_θA, g_rB, g_θB] of the row of code c at one state."""
+    prim = c // 16
+    zA, zB, d = _geometry(p, e, R, r, a, b)
+    zero = (0.0, 0.0, 0.0)
+    if prim == POINT:
+        i = (c // 4) % 4
+        ei = (1.0 if i == 0 else 0.0, 1.0 if i == 1 else 0.0, 1.0 if i == 2 else 0.0)
+        # G = e_iᵀ [−I, ẑ_A, I, −ẑ_B], and e_iᵀ ẑ x = e_i·(z × x) = (e_i × z)·x
+        return d[i], _scale(-1.0, ei), cross(ei, zA), ei, cross(zB, ei)
+    if prim == PERP:
+        u, v = _vectors(p, e, c, R, a, b)
+        g = cross(u, v)
+        return dot(u, v), zero, g, zero, _scale(-1.0, g)
+    if prim == OFFSET:
+        u, _ = _vectors(p, e, c, R, a, b)
+        pB = _add(d, zA)  # x_B − r_A
+        return dot(u, d), _scale(-1.0, u), cross(u, pB), u, _scale(-1.0, cross(u, zB))
+    if prim == DISTANCE:
+        L = np.sqrt(dot(d, d))
+        ev = _scale(1.0 / L, d)
+        return L - p[e, _L], _scale(-1.0, ev), cross(ev, zA), ev, _scale(-1.0, cross(ev, zB))
+    # ANGLE about n: s = w_A·u_B, c = u_A·u_B
+    uA = _material(p, e, _UA, R, a)
+    wA = _material(p, e, _WA, R, a)
+    uB = _material(p, e, _UB, R, b)
+    s, co = dot(wA, uB), dot(uA, uB)
+    rho2 = s * s + co * co
+    gs, gc = cross(wA, uB), cross(uA, uB)
+    g = ((co * gs[0] - s * gc[0]) / rho2, (co * gs[1] - s * gc[1]) / rho2, (co * gs[2] - s * gc[2]) / rho2)
+    return np.arctan2(s, co), zero, g, zero, _scale(-1.0, g)
+
+
+@njit(cache=True)
+def _stiffness(c, p, e, R, r, a, b, f, K, ke):
+    """K += f ∂(G(q)ᵀ)/∂q, the geometric stiffness of the row of code c per unit multiplier, times f."""
+    prim = c // 16
+    zA, zB, d = _geometry(p, e, R, r, a, b)
+    if prim == POINT:
+        i = (c // 4) % 4
+        ei = (1.0 if i == 0 else 0.0, 1.0 if i == 1 else 0.0, 1.0 if i == 2 else 0.0)
+        # Gᵀλ = [−λ; λ×z_A; λ; −λ×z_B]: ∂(λ×z_A)/∂θ_A = −λ̂ ẑ_A, ∂(−λ×z_B)/∂θ_B = λ̂ ẑ_B
+        _outer(K, ke, 3, 3, -f, zA, ei, dot(ei, zA))
+        _outer(K, ke, 9, 9, f, zB, ei, dot(ei, zB))
+    elif prim == PERP:
+        u, v = _vectors(p, e, c, R, a, b)
+        s = dot(u, v)
+        # ∂(a×b)/∂θ_A = b̂ â = a bᵀ − (a·b) I, ∂(a×b)/∂θ_B = −â b̂ = −(b aᵀ − (a·b) I)
+        _outer(K, ke, 3, 3, f, u, v, s)
+        _outer(K, ke, 3, 9, -f, v, u, s)
+        _outer(K, ke, 9, 3, -f, u, v, s)
+        _outer(K, ke, 9, 9, f, v, u, s)
+    elif prim == OFFSET:
+        u, _ = _vectors(p, e, c, R, a, b)
+        pB = _add(d, zA)
+        _skew(K, ke, 0, 3, f, u)  # rA: −δa = â δθ_A
+        _skew(K, ke, 3, 0, -f, u)  # θA: δ(a × p), p = x_B − r_A
+        _outer(K, ke, 3, 3, f, u, pB, dot(u, pB))
+        _skew(K, ke, 3, 6, f, u)
+        _outer(K, ke, 3, 9, -f, zB, u, dot(u, zB))
+        _skew(K, ke, 6, 3, -f, u)  # rB: δa
+        _outer(K, ke, 9, 3, -f, u, zB, dot(u, zB))  # θB: −δ(a × z_B)
+        _outer(K, ke, 9, 9, f, zB, u, dot(u, zB))
+    elif prim == DISTANCE:
+        L = np.sqrt(dot(d, d))
+        ev = _scale(1.0 / L, d)
+        # ∂e/∂u = P D / L, D = [−I, ẑ_A, I, −ẑ_B], P = I − e eᵀ; Gᵀλ = [−e; e×z_A; e; −e×z_B]
+        D = np.zeros((3, 12))
+        for m in range(3):
+            D[m, m] = -1.0
+            D[m, 6 + m] = 1.0
+        for m in range(3):
+            col = (1.0 if m == 0 else 0.0, 1.0 if m == 1 else 0.0, 1.0 if m == 2 else 0.0)
+            ca = cross(zA, col)  # ẑ_A e_m
+            cb = cross(zB, col)
+            for q in range(3):
+                D[q, 3 + m] = ca[q]
+                D[q, 9 + m] = -cb[q]
+        dE = np.empty((3, 12))
+        for q in range(12):
+            ed = ev[0] * D[0, q] + ev[1] * D[1, q] + ev[2] * D[2, q]
+            for m in range(3):
+                dE[m, q] = (D[m, q] - ev[m] * ed) / L
+        for q in range(12):
+            de = (dE[0, q], dE[1, q], dE[2, q])
+            ta = cross(de, zA)  # δe × z_A = −ẑ_A δe
+            tb = cross(de, zB)
+            for m in range(3):
+                K[ke, m, q] -= f * de[m]
+                K[ke, 3 + m, q] += f * ta[m]
+                K[ke, 6 + m, q] += f * de[m]
+                K[ke, 9 + m, q] -= f * tb[m]
+        # e × δz_A = ê(−ẑ_A δθ_A) = −(z_A eᵀ − (e·z_A) I) δθ_A; −e × δz_B = +(z_B eᵀ − (e·z_B) I) δθ_B
+        _outer(K, ke, 3, 3, -f, zA, ev, dot(ev, zA))
+        _outer(K, ke, 9, 9, f, zB, ev, dot(ev, zB))
+    else:  # ANGLE: g = (c g_s − s g_c)/ρ², Gᵀλ = [0; g; 0; −g]
+        uA = _material(p, e, _UA, R, a)
+        wA = _material(p, e, _WA, R, a)
+        uB = _material(p, e, _UB, R, b)
+        s, co = dot(wA, uB), dot(uA, uB)
+        rho2 = s * s + co * co
+        gs, gc = cross(wA, uB), cross(uA, uB)
+        g = ((co * gs[0] - s * gc[0]) / rho2, (co * gs[1] - s * gc[1]) / rho2, (co * gs[2] - s * gc[2]) / rho2)
+        h = (2.0 * (s * gs[0] + co * gc[0]) / rho2, 2.0 * (s * gs[1] + co * gc[1]) / rho2,
+             2.0 * (s * gs[2] + co * gc[2]) / rho2)  # ∂(ρ²)/∂θ_A / ρ² (its θ_B part: −h)
+        fr = f / rho2
+        # ∂g/∂θ_A = [g_s g_cᵀ − g_c g_sᵀ + c û_B ŵ_A − s û_B û_A]/ρ² − g hᵀ
+        # ∂g/∂θ_B = −[g_s g_cᵀ − g_c g_sᵀ + c ŵ_A û_B − s û_A û_B]/ρ² + g hᵀ
+        for side, sign in ((3, 1.0), (9, -1.0)):
+            _outer(K, ke, side, 3, sign * fr, gs, gc, 0.0)
+            _outer(K, ke, side, 3, -sign * fr, gc, gs, 0.0)
+            _outer(K, ke, side, 3, sign * fr * co, wA, uB, dot(uB, wA))
+            _outer(K, ke, side, 3, -sign * fr * s, uA, uB, dot(uA, uB))
+            _outer(K, ke, side, 3, -sign * f, g, h, 0.0)
+            _outer(K, ke, side, 9, -sign * fr, gs, gc, 0.0)
+            _outer(K, ke, side, 9, sign * fr, gc, gs, 0.0)
+            _outer(K, ke, side, 9, -sign * fr * co, uB, wA, dot(wA, uB))
+            _outer(K, ke, side, 9, sign * fr * s, uB, uA, dot(uA, uB))
+            _outer(K, ke, side, 9, sign * f, g, h, 0.0)
+
+
+@njit(cache=True)
+def _quadratic(c, p, e, R, r, v, w, a, b):
+    """γ: the part of Φ̈ quadratic in the velocities (Φ̈ = G [a_A, α_A, a_B, α_B] + γ) at one state."""
+    prim = c // 16
+    zA, zB, d = _geometry(p, e, R, r, a, b)
+    wa, wb = row(w, a, 0), row(w, b, 0)
+    cA = cross(wa, cross(wa, zA))  # centripetal parts of the points' accelerations
+    cB = cross(wb, cross(wb, zB))
+    dd = _sub(cB, cA)  # d̈ − (terms linear in the accelerations)
+    if prim == POINT:
+        return dd[(c // 4) % 4]
+    if prim == PERP or prim == ANGLE:
+        if prim == PERP:
+            u, t = _vectors(p, e, c, R, a, b)
+            return dot(cross(wa, cross(wa, u)), t) + 2.0 * dot(cross(wa, u), cross(wb, t)) + dot(u, cross(wb, cross(wb, t)))
+        uA = _material(p, e, _UA, R, a)
+        wA = _material(p, e, _WA, R, a)
+        uB = _material(p, e, _UB, R, b)
+        s, co = dot(wA, uB), dot(uA, uB)
+        rho2 = s * s + co * co
+        gs_ = dot(cross(wa, cross(wa, wA)), uB) + 2.0 * dot(cross(wa, wA), cross(wb, uB)) + dot(wA, cross(wb, cross(wb, uB)))
+        gc_ = dot(cross(wa, cross(wa, uA)), uB) + 2.0 * dot(cross(wa, uA), cross(wb, uB)) + dot(uA, cross(wb, cross(wb, uB)))
+        ds = dot(cross(wa, wA), uB) + dot(wA, cross(wb, uB))  # ṡ, ċ
+        dc = dot(cross(wa, uA), uB) + dot(uA, cross(wb, uB))
+        phidot = (co * ds - s * dc) / rho2
+        return (co * gs_ - s * gc_) / rho2 - 2.0 * phidot * (s * ds + co * dc) / rho2
+    vA = _add(row(v, a, 0), cross(wa, zA))  # point velocities
+    vB = _add(row(v, b, 0), cross(wb, zB))
+    dv = _sub(vB, vA)
+    if prim == OFFSET:
+        u, _ = _vectors(p, e, c, R, a, b)
+        wu = cross(wa, u)
+        return dot(cross(wa, wu), d) + 2.0 * dot(wu, dv) + dot(u, dd)
+    L = np.sqrt(dot(d, d))  # DISTANCE
+    ev = _scale(1.0 / L, d)
+    ed = dot(ev, dv)
+    return dot(ev, dd) + (dot(dv, dv) - ed * ed) / L
+
+
+@njit(cache=True)
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+        pos, data, scr):
+    direct = pos.shape[0] > 0
+    w = res.shape[1]
+    c1 = 1.0 - af
+    for e in range(lo, hi):
+        a, b = body[e, 0], body[e, 1]
+        m = int(p[e, _ROWS])
+        ke = 0 if direct else e
+        if mode != NONE:
+            for r_ in range(w):
+                for q in range(w):
+                    K[ke, r_, q] = 0.0
+        for i in range(w):
+            res[e, i] = 0.0
+        fA = (0.0, 0.0, 0.0)
+        mA = (0.0, 0.0, 0.0)
+        et, er = 0.0, 0.0
+        for i in range(m):
+            c = int(p[e, _CODE + i])
+            prim = c // 16
+            j = first[e] + i
+            lm, k, tg = lam[j], scale[j], target[j]
+            phi, g1rA, g1tA, g1rB, g1tB = _row(c, p, e, R1, r1, a, b)
+            if mode == _ACCELERATION or mode == _VELOCITY:
+                rhs = tg
+                if mode == _ACCELERATION:
+                    rhs -= _quadratic(c, p, e, R1, r1, v1, w1, a, b)
+                res[e, 12 + i] = k * rhs
+                G = (g1rA, g1tA, g1rB, g1tB)
+                for s_ in range(4):
+                    for q in range(3):
+                        K[ke, 3 * s_ + q, 12 + i] = k * G[s_][q]
+                        K[ke, 12 + i, 3 * s_ + q] = k * G[s_][q]
+                continue
+            if prim == ANGLE:
+                phi = phi - tg
+                phi = phi - 2.0 * np.pi * np.floor((phi + np.pi) / (2.0 * np.pi))  # to [−π, π)
+            else:
+                phi = phi - tg
+            if prim == PERP or prim == ANGLE:
+                er += phi * phi
+            else:
+                et += phi * phi
+            _, gnrA, gntA, gnrB, gntB = _row(c, p, e, Rn, rn, a, b)
+            G = ((af * g1rA[0] + c1 * gnrA[0], af * g1rA[1] + c1 * gnrA[1], af * g1rA[2] + c1 * gnrA[2]),
+                 (af * g1tA[0] + c1 * gntA[0], af * g1tA[1] + c1 * gntA[1], af * g1tA[2] + c1 * gntA[2]),
+                 (af * g1rB[0] + c1 * gnrB[0], af * g1rB[1] + c1 * gnrB[1], af * g1rB[2] + c1 * gnrB[2]),
+                 (af * g1tB[0] + c1 * gntB[0], af * g1tB[1] + c1 * gntB[1], af * g1tB[2] + c1 * gntB[2]))
+            for s_ in range(4):
+                for q in range(3):
+                    res[e, 3 * s_ + q] -= lm * G[s_][q]
+            res[e, 12 + i] = -k * phi
+            fA = _sub(fA, _scale(lm, G[0]))
+            mA = _sub(mA, _scale(lm, G[1]))
+            if mode > NONE:
+                G1 = (g1rA, g1tA, g1rB, g1tB)
+                for s_ in range(4):
+                    for q in range(3):
+                        K[ke, 3 * s_ + q, 12 + i] = k * G[s_][q]
+                        K[ke, 12 + i, 3 * s_ + q] = k * G1[s_][q]
+                if lm != 0.0:
+                    _stiffness(c, p, e, R1, r1, a, b, af * lm, K, ke)
+        if mode >= NONE:
+            zA = _material(p, e, _ZA, R1, a)
+            mz = _sub(mA, cross(zA, fA))  # about the joint's point
+            for q in range(3):
+                out[e, FORCE + q] = fA[q]
+                out[e, MOMENT + q] = mz[q]
+            out[e, LENGTH] = np.nan
+            out[e, POTENTIAL] = 0.0
+            out[e, POWER] = 0.0
+            out[e, POSITION_ERROR] = np.sqrt(et)
+            out[e, ANGLE_ERROR] = np.sqrt(er)
+        if mode != NONE and direct:
+            add_block(K, ke, pos, e, data)
+    return -1
+
+
+# ----------------------------------------------------------------------------------------------
+# the kinds
+# ----------------------------------------------------------------------------------------------
+_N, _U, _W = 0, 1, 2
+_POINT_ROWS = (code(POINT, 0), code(POINT, 1), code(POINT, 2))
+_ACROSS = (code(PERP, _N, _U), code(PERP, _N, _W))  # the two rotations across n
+ROWS = {
+    "spherical": _POINT_ROWS,
+    "revolute": _POINT_ROWS + _ACROSS,
+    "prismatic": _ACROSS + (code(PERP, _U, _W), code(OFFSET, _U), code(OFFSET, _W)),
+    "cylindrical": _ACROSS + (code(OFFSET, _U), code(OFFSET, _W)),
+    "planar": _ACROSS + (code(OFFSET, _N),),
+    "universal": _POINT_ROWS + (code(PERP, _N, _N),),  # axes[0] in A (the n slot), axes[1] in B (the n slot)
+    "lock": _POINT_ROWS + _ACROSS + (code(PERP, _U, _W),),
+    "distance": (code(DISTANCE),),
+}
+DRIVE_ROWS = {"angle": code(ANGLE), "displacement": code(OFFSET, _N)}
+
+
+def triad(n: np.ndarray) -> np.ndarray:
+    """``(n, u, w)``: ``u = n × (the world axis least aligned with n)``, normalised, ``w = n × u``."""
+    n = np.asarray(n, dtype=float)
+    u = np.cross(n, np.eye(3)[int(np.argmin(np.abs(n)))])
+    u /= np.linalg.norm(u)
+    return np.array([n, u, np.cross(n, u)])
+
+
+def rows_of(spec) -> tuple:
+    """The row codes of a joint: its type's, then its drives' (angle before displacement)."""
+    drives = tuple(DRIVE_ROWS[k] for k in ("angle", "displacement") if getattr(spec, k, None) is not None)
+    return ROWS[spec.type] + drives
+
+
+def drives_of(spec) -> tuple:
+    """The drive time function of each row of ``rows_of(spec)``, None for a row without one."""
+    fns = tuple(getattr(spec, k) for k in ("angle", "displacement") if getattr(spec, k, None) is not None)
+    return (None,) * len(ROWS[spec.type]) + fns
+
+
+def pack(specs, ia, ib, r0, R0) -> dict:
+    n = len(specs)
+    out = {name: np.zeros((n, width)) for name, width in FIELDS}
+    for k, s in enumerate(specs):
+        RA, RB = R0[ia[k]], R0[ib[k]]
+        if s.type == "distance":
+            pa, pb = np.asarray(s.points[0], float), np.asarray(s.points[1], float)
+            out["L"][k] = s.length
+        else:
+            pa = pb = np.asarray(s.point, float)
+        out["ZA"][k] = RA.T @ (pa - r0[ia[k]])
+        out["ZB"][k] = RB.T @ (pb - r0[ib[k]])
+        if s.type == "universal":
+            t = np.array([s.axes[0], np.zeros(3), np.zeros(3)]), np.array([s.axes[1], np.zeros(3), np.zeros(3)])
+        else:
+            tr = triad(s.axis if s.axis is not None else np.array([1.0, 0.0, 0.0]))
+            t = tr, tr
+        for name, vec in zip(("NA", "UA", "WA"), t[0]):
+            out[name][k] = RA.T @ vec
+        for name, vec in zip(("NB", "UB", "WB"), t[1]):
+            out[name][k] = RB.T @ vec
+        rows = rows_of(s)
+        out["rows"][k] = len(rows)
+        out["code"][k, :len(rows)] = rows
+    return out
+
+
+class _Joint(ElementKind):
+    section = "joints"
+    fields = FIELDS
+    arms = ("ZA", "ZB")
+    failure = "is undefined at this state"
+    law = law
+
+    @classmethod
+    def unknowns_of(cls, spec) -> tuple:
+        return tuple("rotation" if is_rotation(c) else "translation" for c in rows_of(spec))
+
+    @staticmethod
+    def pack(specs, ia, ib, r0, R0) -> dict:
+        return pack(specs, ia, ib, r0, R0)
+
+
+def _kind(name: str, doc: str) -> type:
+    return type(name.capitalize() + "Joint", (_Joint,), {"type": name, "__doc__": doc})
+
+
+KINDS = tuple(_kind(t, f"{t} joint (SCENARIO.md, joints)") for t in ROWS)
