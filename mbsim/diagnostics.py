@@ -39,10 +39,13 @@ def frames_from_buffers(buffers: dict, m: int, times) -> dict:
     """The first ``m`` rows of the frame buffers as OUTPUT.md datasets (views), with ``time``."""
     sc = buffers["scalars"][:m]
     fr = {"time": times}
-    fr.update({k: buffers[k][:m] for k in FRAME_BUFFER_KEYS if k not in ("scalars", "joints/errors")})
+    joints = buffers["joints/force"].shape[1] > 0  # (the /joints group exists only when there are joints)
+    fr.update({k: buffers[k][:m] for k in FRAME_BUFFER_KEYS
+               if k != "scalars" and (joints or not k.startswith("joints/")) and k != "joints/errors"})
     fr.update({k: sc[:, j] for k, j in _SCALARS.items()})
-    err = buffers["joints/errors"][:m]
-    fr["joints/position_error"], fr["joints/angle_error"] = err[..., 0], err[..., 1]
+    if joints:
+        err = buffers["joints/errors"][:m]
+        fr["joints/position_error"], fr["joints/angle_error"] = err[..., 0], err[..., 1]
     return fr
 
 

@@ -24,6 +24,7 @@ from .diagnostics import frame_buffers, frame_quantities, frames_from_buffers
 from .energy import energy_drift
 from .integrators import INTEGRATORS
 from .kernels import firstrun
+from .model.constraints import JointError  # noqa: F401  (re-exported: what run() raises for refused joints)
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -48,6 +49,11 @@ class OutputFileError(Exception):
         super().__init__(f"cannot write the result file {path}: {reason}")
         self.path = path
         self.reason = reason
+
+
+class JointWarning(UserWarning):
+    """What the model changed at t = 0 for the joints (redundant equations removed, initial velocities
+    made consistent): SCENARIO.md, joints."""
 
 
 class Interrupted(KeyboardInterrupt):
@@ -151,6 +157,9 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
 
     Raises
     ------
+    JointError
+        The joints refuse the scenario (``integrator.joints``: redundant equations or inconsistent
+        initial velocities with ``refuse``).
     OutputFileError
         The output path cannot be written, or already holds a file.
     ResumeError
@@ -166,6 +175,8 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
     for w in resources.check(scenario, out if write else None, allow_large=allow_large):
         warnings.warn(w, ResourceWarning, stacklevel=2)
     model = Model(scenario)
+    for note in model.joint_notes:
+        warnings.warn(note, JointWarning, stacklevel=2)
     integ = INTEGRATORS["generalized-alpha"](model, scenario.integrator)
     loop = _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step)
     loop.notify = notify
@@ -224,6 +235,7 @@ def _resume_point(scenario, model, integ, path: str):
     q[model.order] = p["orientation"]
     s = State(p["time"], arrays["position"], q, arrays["velocity"], arrays["acceleration"],
               arrays["angular_velocity"], arrays["angular_acceleration"], p["dissipated"], p["external_work"])
+    s = replace(s, lam=integ.multipliers(s))  # the joints' multipliers of the frame, as the run had them
     pd, pe = integ.powers(s)
     s = replace(s, power_diss=pd, power_ext=pe)
     a = p["attrs"]
@@ -284,6 +296,8 @@ class _Loop:
             "newton_modified": sc.integrator.modified,
             "time_step": sc.time.step, "time_end": sc.time.end, "output_interval": sc.output.interval,
             "time_adaptive": sc.time.adaptive, "time_min_step": sc.time.min_step,
+            **({"velocity_projection": _projection_json(self.model.velocity_projection)}
+               if self.model.velocity_projection else {}),
         }
 
     def _counters(self, wall=None):
@@ -557,6 +571,14 @@ def _complete_frames(lists: dict) -> dict:
     """The per-frame lists cut to the number of frames all of them hold."""
     n = min((len(v) for v in lists.values()), default=0)
     return {k: v[:n] for k, v in lists.items()}
+
+
+def _projection_json(projection: dict) -> str:
+    """``{body: (Δv, Δω)}`` as the ``velocity_projection`` attribute: JSON, per body the changes of its
+    velocity [m/s] and angular velocity [rad/s] at t = 0."""
+    import json
+    return json.dumps({name: {"velocity": [float(x) for x in dv], "angular_velocity": [float(x) for x in dw]}
+                       for name, (dv, dw) in projection.items()})
 
 
 class _NonFiniteFrame(Exception):

@@ -7,6 +7,7 @@ import os
 import signal
 import sys
 import time
+import warnings
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
@@ -102,10 +103,18 @@ def _cmd_run(args) -> int:
         _out(f"{'resuming' if args.resume else 'running'} {sc.name} ({_describe(sc, args.end)}) → {out}")
     from .. import driver  # the numerical code, imported only when a run is asked for
     try:
-        with _sigterm_as_interrupt():
+        with _sigterm_as_interrupt(), warnings.catch_warnings():
+            warnings.simplefilter("always", driver.JointWarning)
+            shown = warnings.showwarning
+            warnings.showwarning = lambda message, category, *a, **k: (
+                _err(f"warning: {message}") if issubclass(category, driver.JointWarning)
+                else shown(message, category, *a, **k))
             summary = driver.run(sc, out, progress=progress, end=args.end, overwrite=args.overwrite,
                                  resume=args.resume is not None, allow_large=True,  # checked above
                                  notify=None if args.quiet or args.json else _err)
+    except driver.JointError as exc:
+        _err(f"{args.scenario}: not run: {exc}")
+        return EXIT_INVALID
     except driver.OutputFileError as exc:
         _err(f"{exc}" if "--overwrite" in str(exc) else f"{exc}; choose another path with -o OUT")
         return EXIT_INVALID

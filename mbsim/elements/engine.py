@@ -91,7 +91,7 @@ def evaluate_at(el: Elements, kin, tangent=None, lam=None, scale=None, target=No
     lam = np.zeros(el.n_unknowns) if lam is None else np.ascontiguousarray(lam, dtype=float)
     scale = np.ones(el.n_unknowns) if scale is None else np.ascontiguousarray(scale, dtype=float)
     target = np.zeros(el.n_unknowns) if target is None else np.ascontiguousarray(target, dtype=float)
-    res, out = np.zeros((n, w)), np.empty((n, N_OUT))
+    res, out = np.zeros((n, w)), np.zeros((n, N_OUT))  # (a connector leaves the joint columns 0)
     K = np.zeros((n, w, w) if tangent is not None else (1, w, w))
     T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)
     failed = evaluate(el.start, el.body, el.data, el.first, lam, scale, target, kin.alpha_f, kin.g, MODES[tangent], kin.r1,

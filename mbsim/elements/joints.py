@@ -385,16 +385,40 @@ def triad(n: np.ndarray) -> np.ndarray:
     return np.array([n, u, np.cross(n, u)])
 
 
-def rows_of(spec) -> tuple:
+def all_rows(spec) -> tuple:
     """The row codes of a joint: its type's, then its drives' (angle before displacement)."""
     drives = tuple(DRIVE_ROWS[k] for k in ("angle", "displacement") if getattr(spec, k, None) is not None)
     return ROWS[spec.type] + drives
 
 
+def rows_of(spec) -> tuple:
+    """The row codes of a joint's equations: :func:`all_rows` but those removed as redundant."""
+    return tuple(c for i, c in enumerate(all_rows(spec)) if i not in spec.removed)
+
+
 def drives_of(spec) -> tuple:
     """The drive time function of each row of ``rows_of(spec)``, None for a row without one."""
     fns = tuple(getattr(spec, k) for k in ("angle", "displacement") if getattr(spec, k, None) is not None)
-    return (None,) * len(ROWS[spec.type]) + fns
+    every = (None,) * len(ROWS[spec.type]) + fns
+    return tuple(f for i, f in enumerate(every) if i not in spec.removed)
+
+
+ROW_NAMES = {POINT: "coincident points ({})", PERP: "perpendicular {} of A and {} of B", OFFSET: "offset along {} of A",
+             DISTANCE: "distance", ANGLE: "angle drive"}
+
+
+def describe_row(spec, c: int) -> str:
+    """What the equation of code ``c`` of joint ``spec`` says, for messages."""
+    prim, i, j = c // 16, (c // 4) % 4, c % 4
+    if prim == POINT:
+        return ROW_NAMES[POINT].format("xyz"[i])
+    if prim == OFFSET and i == 0 and spec.displacement is not None and c == DRIVE_ROWS["displacement"] \
+            and spec.type != "planar":
+        return "displacement drive"
+    names = ("axis", "u", "w") if spec.type != "universal" else ("axes[0]", "", "")
+    if prim == PERP:
+        return ROW_NAMES[PERP].format(names[i], "axes[1]" if spec.type == "universal" else names[j])
+    return ROW_NAMES[prim].format(names[i])
 
 
 def pack(specs, ia, ib, r0, R0) -> dict:

@@ -223,29 +223,19 @@ class GeneralizedAlpha:
 
     # ------------------------------------------------------------------
     def initial_state(self) -> State:
-        """State at t = 0 with the physical initial accelerations (THEORY §4).  With joints
-        (THEORY §11, initial conditions) the velocities are first made consistent with them
-        (:attr:`velocity_projection` says what changed) and the accelerations and multipliers
-        are those of the constrained equations."""
+        """State at t = 0 with the physical initial accelerations (THEORY §4); with joints those
+        of the constrained equations, and their multipliers (THEORY §11, initial conditions: the
+        model has made the velocities consistent with the joints, :mod:`mbsim.model.constraints`)."""
         m = self.model
-        self.velocity_projection = {}
         if not m.elements.n_unknowns:
             a, al = m.initial_accelerations(0.0)
             s = State(0.0, m.r0.copy(), m.q0.copy(), m.v0.copy(), a, m.w0.copy(), al)
         else:
-            v, w = m.v0.copy(), m.w0.copy()
-            x, _ = self.constrained(0.0, m.r0, m.q0, v, w, velocities=True)
             nm = m.n_moving
-            for i in range(nm):
-                dv, dw = x[i, :3] - v[i], x[i, 3:] - w[i]
-                if np.linalg.norm(dv) > 1e-12 * (1.0 + np.linalg.norm(v[i])) or \
-                        np.linalg.norm(dw) > 1e-12 * (1.0 + np.linalg.norm(w[i])):
-                    self.velocity_projection[m.names[i]] = (dv, dw)
-            v[:nm], w[:nm] = x[:, :3], x[:, 3:]
-            x, lam = self.constrained(0.0, m.r0, m.q0, v, w)
-            a, al = np.zeros_like(v), np.zeros_like(w)
+            x, lam = self.constrained(0.0, m.r0, m.q0, m.v0, m.w0)
+            a, al = np.zeros_like(m.v0), np.zeros_like(m.w0)
             a[:nm], al[:nm] = x[:, :3], x[:, 3:]
-            s = State(0.0, m.r0.copy(), m.q0.copy(), v, a, w, al, lam=lam)
+            s = State(0.0, m.r0.copy(), m.q0.copy(), m.v0.copy(), a, m.w0.copy(), al, lam=lam)
         pd, pe = self.powers(s)
         return replace(s, power_diss=pd, power_ext=pe)
 

@@ -134,7 +134,7 @@ def _work(n_el, w):
     (1, W, W) tangent scratch block, a (1, 3, 3) zero block, the empty scatter maps of a call
     without tangent, and the laws' own work space (W: the local width, ``dofs.shape[1]``).
     Callers unpack the tuple once, outside their loops, and pass the arrays on one by one."""
-    return (np.zeros((n_el, w)), np.empty((n_el, N_OUT)), np.zeros((1, w, w)), np.zeros((1, 3, 3)),
+    return (np.zeros((n_el, w)), np.zeros((n_el, N_OUT)), np.zeros((1, w, w)), np.zeros((1, 3, 3)),
             np.zeros((0, w * w), np.int32), np.zeros(0), np.empty(kc.SCRATCH))
 
 

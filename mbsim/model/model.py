@@ -93,27 +93,18 @@ class Model:
         self.w0 = stack("angular_velocity", np.zeros(3)).reshape(-1, 3)
         self.gravity = np.asarray(scenario.gravity, dtype=float)
 
-        R0 = quat_to_matrix(self.q0)
-        self.elements = Elements(registry.ELEMENTS, scenario.connectors, self.index, self.r0, R0, scenario.joints)
-        self.ndof = 6 * self.n_moving + self.elements.n_unknowns
-        nm, el = self.n_moving, self.elements
+        self.rotations0 = quat_to_matrix(self.q0)
+        nm = self.n_moving
         # contiguous: a strided column would give the compiled loop a second numba specialization
         self.j_max = np.ascontiguousarray(np.linalg.eigvalsh(self.inertia[:nm])[:, -1]) if nm else np.zeros(0)
-        if el.n_unknowns and nm:
-            m_ref, j_ref = float(np.mean(self.mass[:nm])), float(np.mean(self.j_max))
-            self.unknown_reference = np.where(el.unknown_rotation, j_ref, m_ref)
-        else:
-            self.unknown_reference = np.ones(el.n_unknowns)
         self.n_connectors = len(scenario.connectors)
         self.connector_names = [c.name for c in scenario.connectors]
         self.n_joints = len(scenario.joints)
-        # the drive time function of each own unknown's row (None: the row holds 0)
-        from ..elements.joints import drives_of
-        self._drives = [None] * el.n_unknowns
-        for e in np.flatnonzero(el.joint):
-            for i, fn in enumerate(drives_of(scenario.joints[el.index[e]])):
-                self._drives[el.first[e] + i] = fn
-        self.has_drives = any(fn is not None for fn in self._drives)
+        self.joint_notes, self.velocity_projection = [], {}
+        self.rebuild_elements(scenario.joints)
+        if scenario.joints and nm:
+            from .constraints import settle
+            settle(self, scenario)  # redundant equations and initial velocities (may rebuild the elements)
 
         loads = scenario.loads
         self.loads = Loads(
@@ -121,6 +112,26 @@ class Model:
             vector=np.array([ld.vector for ld in loads], dtype=float).reshape(-1, 3),
             is_torque=np.array([ld.type == "torque" for ld in loads], dtype=bool),
             scales=tuple(ld.scale for ld in loads))
+
+    def rebuild_elements(self, joints) -> None:
+        """Pack the connectors and ``joints`` (the scenario's, or with redundant equations removed)
+        into :attr:`elements`, and what depends on the elements' own unknowns."""
+        from ..elements.joints import drives_of
+        self.joints = tuple(joints)
+        el = self.elements = Elements(registry.ELEMENTS, self.scenario.connectors, self.index, self.r0,
+                                      self.rotations0, self.joints)
+        nm = self.n_moving
+        self.ndof = 6 * nm + el.n_unknowns
+        if el.n_unknowns and nm:
+            m_ref, j_ref = float(np.mean(self.mass[:nm])), float(np.mean(self.j_max))
+            self.unknown_reference = np.where(el.unknown_rotation, j_ref, m_ref)
+        else:
+            self.unknown_reference = np.ones(el.n_unknowns)
+        # the drive time function of each own unknown's row (None: the row holds 0)
+        self._drives = [None] * el.n_unknowns
+        for e in np.flatnonzero(el.joint):
+            for i, fn in enumerate(drives_of(self.joints[el.index[e]])):
+                self._drives[el.first[e] + i] = fn
 
     # ------------------------------------------------------------------
     def external(self, t: float) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:

@@ -6,9 +6,10 @@ tight tolerances and returns the same quantities, in the same shapes, as the
 trajectory file of OUTPUT.md, so that a generalized-α run can be compared
 with it frame by frame.
 
-With joints the integration runs from output time to output time, and the
-state is projected back onto the constraint manifold at each of them
-(`EquationsOfMotion.project`) before the next segment starts.
+With joints the integration runs in segments that end at output times, a few
+integrator steps long at least, and the state is projected back onto the
+constraint manifold at the end of each (`EquationsOfMotion.project`) before
+the next segment starts.
 """
 from __future__ import annotations
 
@@ -143,26 +144,49 @@ def output_times(end: float, interval: float) -> np.ndarray:
     return np.append(t[t < end - 1e-9 * interval], end)
 
 
-def _integrate_projected(eom, times, method, rtol, atol):
-    """Integrate from output time to output time, projecting onto the joints at each.
+SEGMENT_STEPS = 1
+"""With joints, the least length of a segment between projections, in integrator steps.
 
-    Each segment is one ``solve_ivp`` call ending exactly at the next output
-    time (no dense-output interpolation); it starts with the last full step
-    of the previous one.  Returns the states at ``times`` (T, 13 N + 2) and
-    the number of right-hand-side evaluations.
+1: every output time at least a step after the last projection is a segment's
+end, integrated to exactly (as accurate as a step's end; a double pendulum
+over 10 s, frames every 10 ms, rtol 1e-12: energy drift 4e-12 J, against
+2.4e-11 J with 4, where most frames are interpolated).  Denser output times
+cost about 2 steps per step (3.7× the evaluations of an unprojected run at
+1 ms frames, 1.9× with 4)."""
+
+
+def _integrate_projected(eom, times, method, rtol, atol):
+    """Integrate in segments, projecting onto the joints at the end of each.
+
+    A segment ends exactly at an output time (no interpolation there) at
+    least `SEGMENT_STEPS` of the integrator's own steps after it starts (the
+    largest step of the previous segment; doubled when a segment took one
+    cut step only).  So the state is projected at every output time when the
+    output times are further apart than that, and every few steps when they
+    are closer; output times inside a segment come from the method's dense
+    output (7th order for DOP853), as without joints, and are projected for
+    output only (their interpolation error, ~rtol, would otherwise show as
+    a joint residual).  Each segment starts with the last step size.
+
+    Returns the states at ``times`` (T, 13 N + 2) and the number of
+    right-hand-side evaluations.
     """
     stops = np.unique(times[times > 0.0])
     states = {0.0: eom.y0}
-    y, t0, nfev, first = eom.y0, 0.0, 0, None
-    for t1 in stops:
-        sol = solve_ivp(eom.rhs, (t0, t1), y, method=method, rtol=rtol, atol=atol,
-                        first_step=None if first is None else min(first, t1 - t0))
+    y, t0, nfev, step, i = eom.y0, 0.0, 0, 0.0, 0
+    while i < stops.size:
+        j = max(i, min(int(np.searchsorted(stops, t0 + SEGMENT_STEPS * step)), stops.size - 1))
+        t1 = stops[j]
+        sol = solve_ivp(eom.rhs, (t0, t1), y, method=method, rtol=rtol, atol=atol, dense_output=j > i,
+                        first_step=min(step, t1 - t0) if step > 0.0 else None)
         if not sol.success:
             raise RuntimeError(f"reference solver ({method}) failed: {sol.message}")
         nfev += int(sol.nfev)
-        steps = np.diff(sol.t)
-        first = steps[-2] if steps.size > 1 else steps[-1]  # the last step is cut to land on t1
-        y, t0 = eom.project(sol.y[:, -1], t1), t1
+        if j > i:  # interpolated frames are projected too, but the integration goes on unprojected
+            states.update((t, eom.project(yt, t)) for t, yt in zip(stops[i:j], sol.sol(stops[i:j]).T))
+        steps = np.diff(sol.t)  # the last one is cut to land on t1
+        step = steps[:-1].max() if steps.size > 1 else 2.0 * max(step, t1 - t0)
+        y, t0, i = eom.project(sol.y[:, -1], t1), t1, j + 1
         states[t1] = y
     return np.array([states[t] for t in times]), nfev
 
@@ -188,7 +212,9 @@ def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853"
         ``solve_ivp`` tolerances, applied to every state component.
     project : bool
         With joints: project the state onto the constraint manifold at every
-        output time and restart the integration from there (default).  False
+        output time (every few integrator steps where output times are closer
+        than that; `_integrate_projected`) and restart the integration from
+        there (default).  False
         integrates the index-1 equations in one go and lets them drift (for
         measuring the drift).  Without joints it has no effect.
 

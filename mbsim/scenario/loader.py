@@ -48,7 +48,7 @@ from .spec import (
     DRIVEN, JOINT_TYPES, TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec, IntegratorSpec, JointSpec,
     LoadSpec, OutputSpec, Ramp, Scenario, Sine, SmoothRamp, Table, TimeSpec, frozen_array,
 )
-from .yamlnodes import TOP, Map, Reader, compose, describe, join, kind, line_of, nodes_of, norm, suggest
+from .yamlnodes import TOP, Map, Reader, _clip, compose, describe, join, kind, line_of, nodes_of, norm, suggest
 
 __all__ = ["load_scenario", "parse_scenario", "scenario_from_dict"]
 
@@ -794,7 +794,7 @@ def _drive(r: Reader, m: Map, jtype: str) -> dict:
                 foreign[key] = (f"a {jtype} joint has no {key!r} drive{suggest(key, allowed)}; it takes {takes} "
                                 f"({key!r} drives {' and '.join(others)} joints)")
             else:
-                foreign[key] = f"unknown drive {key!r}{suggest(key, allowed)}; a {jtype} joint takes {takes}"
+                foreign[key] = f"unknown drive {_clip(key)!r}{suggest(key, allowed)}; a {jtype} joint takes {takes}"
     dm = r.mapping(node, path, allowed, foreign)
     if dm is None:
         return {}

@@ -244,6 +244,7 @@ class JointSpec:
     angle: Optional[object] = None  # TimeFunction
     displacement: Optional[object] = None  # TimeFunction
     line: Optional[int] = None
+    removed: tuple = ()  # equations dropped as redundant (set by the model at t = 0, never by the loader)
 
 
 @dataclass(frozen=True, eq=False)

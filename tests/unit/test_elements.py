@@ -20,6 +20,7 @@ from mbsim.elements.engine import LAW_ARGUMENTS, evaluate_at
 from mbsim.integrators import GeneralizedAlpha
 from mbsim.model.model import Model
 from tests.builders import scenario
+from tests.unit.test_joints import CASES as JOINT_CASES, _scenario as _joint_scenario
 from tests.unit.test_tangents import CASES, EXAMPLES, _kin, random_iterate, random_state, two_bodies
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -32,7 +33,10 @@ def every_kind_scenario():
     conns = [replace(EXAMPLES[kind][variant](A, B), name=f"e{i}") for i, (kind, variant) in enumerate(CASES)]
     conns += [replace(next(iter(EXAMPLES[kind].values()))("world", A), name=f"w{i}")
               for i, kind in enumerate(EXAMPLES)]
-    return scenario(bodies, conns, gravity=(0, 0, -9.81), rho_inf=0.7)
+    # and one joint of every type and drive between A and B (their rows need not hold here)
+    joints = [replace(_joint_scenario(case, False).joints[0], name=f"j{i}", body_a=A, body_b=B)
+              for i, case in enumerate(JOINT_CASES)]
+    return scenario(bodies, conns, gravity=(0, 0, -9.81), rho_inf=0.7, joints=joints)
 
 
 def snapshot(path=None):
@@ -62,13 +66,15 @@ def test_every_kind_in_the_packed_description():
     """Kinds sorted into contiguous ranges, scenario positions kept, parameters where the kind put them."""
     sc = every_kind_scenario()
     el = Model(sc).elements
-    assert el.n == len(sc.connectors)
-    assert sorted(el.index) == list(range(el.n))
+    assert el.n == len(sc.connectors) + len(sc.joints)
+    assert sorted(el.index[~el.joint]) == list(range(len(sc.connectors)))
+    assert sorted(el.index[el.joint]) == list(range(len(sc.joints)))
     for k, cls in enumerate(ELEMENTS):
         lo, hi = el.start[k], el.start[k + 1]
         assert (el.kind[lo:hi] == k).all() and hi > lo
         for e in range(lo, hi):
-            assert sc.connectors[el.index[e]].type == cls.type
+            assert getattr(sc, cls.section)[el.index[e]].type == cls.type
+            assert el.joint[e] == (cls.section == "joints")
     assert list(el.start) == sorted(el.start)
 
 
@@ -101,8 +107,9 @@ from mbsim.elements.spring import Spring
 from mbsim.kernels.connectors import SCRATCH
 R = np.tile(np.eye(3), (2, 1, 1)); r = np.array([[0., 0, 0], [1., 0, 0]])
 p = np.zeros((1, 8)); p[0, 6] = 5.0  # arms 0, k = 5, L0 = 0: f = k (x_B - x_A) = (5, 0, 0)
-res, K, out = np.zeros((1, 12)), np.zeros((1, 12, 12)), np.zeros((1, 9))
-Spring.law(0, 1, np.array([[0, 1]]), p, np.zeros(1, np.int64), np.zeros(0), np.zeros(0), 1.0, 0.0, 0, r, r, R, R,
+res, K, out = np.zeros((1, 12)), np.zeros((1, 12, 12)), np.zeros((1, 11))
+Spring.law(0, 1, np.array([[0, 1]]), p, np.zeros(1, np.int64), np.zeros(0), np.zeros(0), np.zeros(0), 1.0, 0.0, 0,
+           r, r, R, R,
            r, r, r, r, R, R, res, K, out, np.zeros((0, 144), np.int32), np.zeros(0), np.empty(SCRATCH))
 print(res[0, 0], sum(Spring.law.dispatcher.stats.cache_hits.values()))
 """
