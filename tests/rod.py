@@ -1,14 +1,17 @@
 """A rigid rod between points of two bodies: an element with an unknown of its own, for tests.
 
-Not a registered kind of mbsim (the joints of SCENARIO.md come with issue 13): tests register it
-(:func:`mbsim.elements.register`) in a process of their own to exercise what element-owned unknowns
-need -- numbering, the (12 + m)-wide local blocks, the scaled multiplier, the stopping test's rows
+Not a registered kind of mbsim (its built-in twin is the ``distance`` joint, mbsim/elements/joints.py):
+tests register it (:func:`mbsim.elements.register`) in a process of their own to show that a kind
+written outside mbsim gets what element-owned unknowns need -- numbering, the (12 + m)-wide local blocks, the scaled multiplier, the stopping test's rows
 in metres, the block LU's body-with-multiplier blocks, the state across frames and resume.
 
 It is THEORY §11's ``distance`` primitive, ``Φ = |x_B − x_A| − L``, with one multiplier λ (N, the
 tension) at t_n + α_f Δt: body rows ``−G_αᵀλ`` with ``G_α = α_f G(q') + (1−α_f) G(q_n)``, its row
 ``−k Φ(q')`` for the scaled unknown λ̃ = λ/k, and the tangent ``K_uu = α_f ∂(G(q')ᵀλ)/∂q'``,
-``K_uλ̃ = k G_αᵀ``, ``K_λ̃u = k G(q')``, ``K_λ̃λ̃ = 0``.
+``K_uλ̃ = k G_αᵀ``, ``K_λ̃u = k G(q')``, ``K_λ̃λ̃ = 0``.  Like every element with unknowns of its own it
+also gives the constrained systems at one state (modes ACCELERATION and VELOCITY): ``k G`` in both
+off-diagonal blocks, right side ``k (F̈ − γ)`` or ``k Ḟ`` -- the initial accelerations, multipliers and
+reactions come from them.
 """
 from __future__ import annotations
 
@@ -17,6 +20,8 @@ import numpy as np
 from mbsim.elements.base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, material_arms, offsets, read_points
 from mbsim.kernels import njit
 from mbsim.kernels.connectors import NONE, add_block, cross, mv, row
+
+ACCELERATION, VELOCITY = -1, -2  # mbsim.elements.engine.MODES: the constrained systems at one state
 
 FIELDS = (("ZA", 3), ("ZB", 3), ("L", 1))
 _ZA, _ZB, _L = offsets(FIELDS)
@@ -40,6 +45,34 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
         en = (dn[0] / Ln, dn[1] / Ln, dn[2] / Ln)
         j = first[e]
         lm, k = lam[j], scale[j]
+        if mode == ACCELERATION or mode == VELOCITY:  # the constrained systems at one state: k G, k (F̈ − γ) or k Ḟ
+            ke = 0 if direct else e
+            for r in range(K.shape[1]):
+                for q in range(K.shape[1]):
+                    K[ke, r, q] = 0.0
+            for i in range(12):
+                res[e, i] = 0.0
+            mA, mB = cross(zA1, e1), cross(zB1, e1)
+            Gr = (-e1[0], -e1[1], -e1[2], -mA[0], -mA[1], -mA[2], e1[0], e1[1], e1[2], mB[0], mB[1], mB[2])
+            for q in range(12):
+                K[ke, 12, q] = k * Gr[q]
+                K[ke, q, 12] = k * Gr[q]
+            rhs = target[j]
+            if mode == ACCELERATION:  # γ = e·(ω_B×(ω_B×z_B) − ω_A×(ω_A×z_A)) + (|ḋ|² − (e·ḋ)²)/L
+                wzA, wzB = cross((w1[a, 0], w1[a, 1], w1[a, 2]), zA1), cross((w1[b, 0], w1[b, 1], w1[b, 2]), zB1)
+                ccA, ccB = cross((w1[a, 0], w1[a, 1], w1[a, 2]), wzA), cross((w1[b, 0], w1[b, 1], w1[b, 2]), wzB)
+                dv = np.empty(3)
+                gam = 0.0
+                for i in range(3):
+                    dv[i] = v1[b, i] + wzB[i] - v1[a, i] - wzA[i]
+                    gam += e1[i] * (ccB[i] - ccA[i])
+                ed = e1[0] * dv[0] + e1[1] * dv[1] + e1[2] * dv[2]
+                gam += (dv[0] ** 2 + dv[1] ** 2 + dv[2] ** 2 - ed * ed) / L1
+                rhs -= gam
+            res[e, 12] = k * rhs
+            if direct:
+                add_block(K, ke, pos, e, data)
+            continue
         c = 1.0 - af
         fa = (af * e1[0] + c * en[0], af * e1[1] + c * en[1], af * e1[2] + c * en[2])  # −G_αᵀ per unit λ
         mA1, mAn = cross(zA1, e1), cross(zAn, en)

@@ -34,6 +34,9 @@ class Integrator(Protocol):
        the next step with ``step``.
     8. ``warm_up(s, dt, frame_every)`` compiles or loads what the run will
        call, before the clock starts, and leaves every counter as it was.
+    9. ``multipliers(s)`` gives the joints' multipliers of a state read back
+       from a file (those of the constrained equations at its time, THEORY
+       §11), None for a model without joints.
     """
 
     name: str
@@ -50,6 +53,8 @@ class Integrator(Protocol):
     def step(self, s: State, dt: float) -> StepResult: ...
 
     def restart(self, s: State) -> State: ...
+
+    def multipliers(self, s: State): ...
 
     def continue_counts(self, steps: int, iterations: int) -> None: ...
 
