@@ -181,7 +181,7 @@ def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> 
     model = Model(sc)
     s = GeneralizedAlpha(model, sc.integrator).initial_state()
     buffers = frame_buffers(model.n_bodies, model.n_connectors, 1)
-    args = (s.r, s.q, s.v, s.w, s.a, s.al, np.zeros(2), np.zeros(model.elements.n_unknowns), model.mass, model.inertia, model.gravity,
+    args = (s.r, s.q, s.v, s.w, s.a, s.al, np.zeros(2), np.zeros(model.elements.n_unknowns), np.zeros(model.elements.n_unknowns), model.mass, model.inertia, model.gravity,
             *stepper.element_arguments(model), model.order.astype(np.int64), *(buffers[k] for k in FRAME_BUFFER_KEYS))
     repeat(1, *args)
     reps = 1
