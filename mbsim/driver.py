@@ -487,9 +487,9 @@ class _Loop:
                             k += taken
                             ctl.k += taken
                             s = replace(new, t=ctl.k * sc.time.step)
-                            if ctl.is_frame(ctl.k):
+                            if ctl.is_frame(ctl.k):  # restarted first: the frame's reactions are those of
+                                s = integ.restart(s)  # its multipliers (THEORY §11), not the step's own
                                 self._frame(s, int(its[-1]), float(res_norms[-1]), sc.time.step)
-                                s = integ.restart(s)
                         python_next = taken < n
                         last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                         continue
@@ -520,10 +520,12 @@ class _Loop:
                     s = replace(res.state, t=t_target)
                     ctl.accepted(res)
                     if is_frame:
-                        self._frame(s, res.iterations, res.residual_norm, dt)
                         # the steps that follow depend only on that frame (no predictor history, a
-                        # fresh tangent), so a run resumed from it repeats them to the last bit
+                        # fresh tangent), so a run resumed from it repeats them to the last bit; and
+                        # the frame's reactions are those of its own multipliers (restart computes
+                        # them from the constrained equations, THEORY §11), not the step's
                         s = integ.restart(s)
+                        self._frame(s, res.iterations, res.residual_norm, dt)
                     last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                 if status == "completed":
                     message = (f"completed: {integ.n_steps} steps ({ctl.rejected} rejected), "
