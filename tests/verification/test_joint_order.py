@@ -132,3 +132,16 @@ def test_the_steps_own_multiplier_would_fail_the_refinement_test(rho, reference)
     assert abs(np.log2(e_idx[0] / e_idx[1]) - 2.0) < 0.15, e_idx
     assert np.log2(e_own[0] / e_own[1]) < 1.5, e_own  # first order (or worse): not the reaction to report
     assert e_own[1] > 10 * e_idx[1], (e_own, e_idx)
+
+
+def test_energy_is_conserved_to_second_order_at_rho_one():
+    """Ideal joints do no work and nothing dissipates: at ρ∞ = 1 (no numerical damping) kinetic +
+    potential energy stays constant up to the discretization error, which falls by 4 per halving."""
+    drift = []
+    for dt in STEPS:
+        fr = _run(mechanism(dt, 1.0))
+        E = fr["energy/kinetic"] + fr["energy/potential"]
+        drift.append(float(np.abs(E - E[0]).max()))
+    ratios = np.array(drift[:-1]) / np.array(drift[1:])
+    assert np.all((3.6 < ratios) & (ratios < 4.4)), (drift, ratios)
+    assert drift[-1] < 1e-5, drift
