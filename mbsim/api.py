@@ -9,7 +9,8 @@ From a scenario to named arrays in two lines::
 :func:`load` opens a file written by ``mbsim run``; both return a
 :class:`Result`, which names what OUTPUT.md stores: ``res.time``,
 ``res.body(name).position / .orientation / .velocity / ...``,
-``res.connector(name).force / .moment / .length``, ``res.energy.kinetic``,
+``res.connector(name).force / .moment / .length``,
+``res.joint(name).force / .moment / .position_error / .angle_error``, ``res.energy.kinetic``,
 ``res.momentum.linear``, ``res.solver.iterations``, and every dataset by
 its path (``res["bodies/position"]``).  ``res.to_xarray()`` labels the
 same arrays with dimensions and units, ``res.save(path)`` writes a result
@@ -52,14 +53,14 @@ import numpy as np
 from . import __version__
 from .energy import energy_balance, energy_drift
 from .io.reader import ResultFileError, read_trajectory
-from .io.writer import FORMAT, FORMAT_VERSION, FRAME_DATASETS, utc_now
+from .io.writer import FORMAT, FORMAT_VERSION, FRAME_DATASETS, JOINT_DATASETS, frame_datasets, utc_now
 from .model.rotations import quat_to_matrix
 from .scenario import Problem, Scenario, ScenarioError, load_scenario, scenario_from_dict
 from .scenario.loader import DEFAULT_MIN_STEP
 from .scenario.yamlnodes import suggest
 
-__all__ = ["simulate", "load", "apply_overrides", "Result", "BodyTrajectory", "ConnectorTrajectory", "Energy",
-           "SimulationError", "OverrideError", "UnknownNameError", "OVERRIDES"]
+__all__ = ["simulate", "load", "apply_overrides", "Result", "BodyTrajectory", "ConnectorTrajectory",
+           "JointTrajectory", "Energy", "SimulationError", "OverrideError", "UnknownNameError", "OVERRIDES"]
 
 PathLike = Union[str, "os.PathLike[str]"]
 
@@ -80,6 +81,8 @@ OVERRIDES = MappingProxyType({
 
 _STATIC = ("bodies/name", "bodies/fixed", "bodies/mass", "connectors/name", "connectors/type",
            "connectors/body_a", "connectors/body_b")
+# the /joints group, present only when a scenario has joints (OUTPUT.md)
+_JOINT_STATIC = ("joints/name", "joints/type", "joints/body_a", "joints/body_b")
 _COUNTERS = ("steps", "newton_iterations", "rejected_steps", "wall_time_s")
 # Root attributes the writer sets itself (write_trajectory's own arguments or the time of writing).
 _WRITER_ATTRS = ("format", "format_version", "mbsim_version", "scenario_name", "status", "message",
@@ -118,7 +121,7 @@ class OverrideError(ScenarioError, ValueError):
 
 
 class UnknownNameError(KeyError):
-    """No body, connector or dataset of that name; the message lists the names there are.
+    """No body, connector, joint or dataset of that name; the message lists the names there are.
 
     A KeyError whose text is shown as written (a plain KeyError quotes it).
     """
@@ -253,7 +256,10 @@ def load(path: PathLike) -> "Result":
     """
     path = os.fspath(path)
     data = read_trajectory(path, common_length=True)
-    missing = [k for k in (*FRAME_DATASETS, *_STATIC, "scenario") if k not in data]
+    required = (*FRAME_DATASETS, *_STATIC, "scenario")
+    if any(k in data for k in (*_JOINT_STATIC, *JOINT_DATASETS)):  # a /joints group must be whole
+        required += (*_JOINT_STATIC, *JOINT_DATASETS)
+    missing = [k for k in required if k not in data]
     if missing:
         shown = ", ".join(missing[:4]) + (", ..." if len(missing) > 4 else "")
         raise ResultFileError(f"{path}: not a complete mbsim trajectory (missing {shown})")
@@ -368,7 +374,9 @@ class Result:
 
     Made by :func:`simulate` and :func:`load`, not directly.  All arrays are
     read-only numpy arrays; the named accessors return views of them (no
-    copies).  T is the number of frames, B of bodies, C of connectors.
+    copies).  T is the number of frames, B of bodies, C of connectors, J of
+    joints (0 for a scenario without joints, whose result holds no
+    ``joints/`` datasets, as its file has no ``/joints`` group).
 
     Attributes
     ----------
@@ -412,14 +420,15 @@ class Result:
         self.scenario = scenario
         self._body_index = {n: i for i, n in enumerate(self._data["bodies/name"])}
         self._connector_index = {n: i for i, n in enumerate(self._data["connectors/name"])}
+        self._joint_index = {n: i for i, n in enumerate(self._data.get("joints/name", ()))}
 
     @classmethod
     def _from_run(cls, sc: Scenario, summary: "driver.RunSummary") -> "Result":
         frames = summary.frames_data or {}
-        B, C = len(sc.bodies), len(sc.connectors)
+        B, C, J = len(sc.bodies), len(sc.connectors), len(sc.joints)
         data = {}
-        for k, (tail, _, _) in FRAME_DATASETS.items():
-            shape = tuple({"B": B, "C": C}.get(d, d) for d in tail)
+        for k, (tail, _, _) in frame_datasets(J).items():
+            shape = tuple({"B": B, "C": C, "J": J}.get(d, d) for d in tail)
             dtype = np.int32 if k == "solver/iterations" else np.float64  # as the writer stores them
             data[k] = np.asarray(frames[k], dtype=dtype) if k in frames else np.empty((0,) + shape, dtype)
         data.update({
@@ -432,6 +441,10 @@ class Result:
             "connectors/body_b": [c.body_b for c in sc.connectors],
             "scenario": sc.text,
         })
+        if J:
+            data.update({"joints/name": [j.name for j in sc.joints], "joints/type": [j.type for j in sc.joints],
+                         "joints/body_a": [j.body_a for j in sc.joints],
+                         "joints/body_b": [j.body_b for j in sc.joints]})
         # The root attributes mbsim run writes (driver._Loop._attrs and the writer's header);
         # tests/integration/test_api.py checks that they agree with a written file.
         from .integrators import AlphaParameters
@@ -518,7 +531,7 @@ class Result:
         """The dataset paths, as ``res[path]`` takes them."""
         return sorted(self._data)
 
-    # ---- bodies and connectors --------------------------------------------
+    # ---- bodies, connectors and joints --------------------------------------
     @property
     def bodies(self) -> list:
         """Body names, in scenario order (fixed bodies included, ``world`` not)."""
@@ -529,6 +542,11 @@ class Result:
         """Connector names, in scenario order."""
         return list(self._data["connectors/name"])
 
+    @property
+    def joints(self) -> list:
+        """Joint names, in scenario order (empty when the scenario has no joints)."""
+        return list(self._joint_index)
+
     def body(self, name: str) -> "BodyTrajectory":
         """The trajectory of body ``name`` (KeyError with the names there are, if unknown)."""
         return BodyTrajectory(self, self._index(self._body_index, name, "body", "bodies"))
@@ -536,6 +554,28 @@ class Result:
     def connector(self, name: str) -> "ConnectorTrajectory":
         """The force, moment and length of connector ``name`` over time."""
         return ConnectorTrajectory(self, self._index(self._connector_index, name, "connector", "connectors"))
+
+    def joint(self, name: str) -> "JointTrajectory":
+        """The reaction force and moment and the constraint errors of joint ``name`` over time.
+
+        Examples
+        --------
+        >>> import mbsim
+        >>> hanging = {"mbsim": 1, "name": "hanging", "gravity": [0, 0, -9.81], "time": {"end": 0.1, "step": 0.01},
+        ...            "bodies": [{"name": "bob", "mass": 2.0, "inertia": [0.1, 0.1, 0.1], "position": [0, 0, -1]}],
+        ...            "joints": [{"name": "pin", "type": "spherical", "bodies": ["world", "bob"],
+        ...                        "point": [0, 0, 0]}]}
+        >>> res = mbsim.simulate(hanging)
+        >>> res.joints, res.joint("pin").bodies
+        (['pin'], ('world', 'bob'))
+        >>> res.joint("pin").force[-1].round(9)   # on world (A): the bob's weight, m g, hangs from it
+        array([  0.  ,   0.  , -19.62])
+        >>> res.joint("pn")
+        Traceback (most recent call last):
+        ...
+        mbsim.api.UnknownNameError: no joint 'pn' in 'hanging' (did you mean 'pin'?); its joints: pin
+        """
+        return JointTrajectory(self, self._index(self._joint_index, name, "joint", "joints"))
 
     def _index(self, index: dict, name, what: str, plural: str) -> int:
         try:
@@ -569,9 +609,10 @@ class Result:
     def __repr__(self) -> str:
         T = len(self)
         span = f", t = {_g(self.time[0])} … {_g(self.time[-1])} s" if T else ""
-        nb, nc = len(self._body_index), len(self._connector_index)
+        nb, nc, nj = len(self._body_index), len(self._connector_index), len(self._joint_index)
+        joints = f", {nj} joint{'' if nj == 1 else 's'}" if nj else ""
         return (f"<Result {self.scenario_name!r} {self.status}: {T} frame{'' if T == 1 else 's'}{span}, "
-                f"{nb} bod{'y' if nb == 1 else 'ies'}, {nc} connector{'' if nc == 1 else 's'}>")
+                f"{nb} bod{'y' if nb == 1 else 'ies'}, {nc} connector{'' if nc == 1 else 's'}{joints}>")
 
     # ---- conversions -----------------------------------------------------
     def to_xarray(self):
@@ -587,9 +628,14 @@ class Result:
         ``energy_kinetic``, ``energy_potential``, ``energy_dissipated``,
         ``energy_external_work``, ``energy_balance``, ``solver_iterations``,
         ``solver_residual_norm``, ``solver_step`` (time);
-        ``momentum_linear``, ``momentum_angular`` (time, xyz).  Each has
-        ``units`` and ``description`` attributes; the dataset's attributes
-        are the file's root attributes plus ``scenario`` (the text).
+        ``momentum_linear``, ``momentum_angular`` (time, xyz).  With joints
+        also the coordinate ``joint`` with ``joint_type``, ``joint_body_a``,
+        ``joint_body_b`` along it and the variables ``joint_force``,
+        ``joint_moment`` (time, joint, xyz), ``joint_position_error``,
+        ``joint_angle_error`` (time, joint) (none of these without joints,
+        as the file has no ``/joints`` group).  Each has ``units`` and
+        ``description`` attributes; the dataset's attributes are the file's
+        root attributes plus ``scenario`` (the text).
 
         Raises
         ------
@@ -614,13 +660,14 @@ class Result:
             raise ImportError("Result.to_xarray() needs xarray, which is not installed: "
                               "pip install xarray") from None
         d = self._data
-        dims = {"B": "body", "C": "connector", 3: "xyz", 4: "quat"}
+        dims = {"B": "body", "C": "connector", "J": "joint", 3: "xyz", 4: "quat"}
         variables = {}
-        for path, (tail, units, desc) in FRAME_DATASETS.items():
+        for path, (tail, units, desc) in frame_datasets(len(self._joint_index)).items():
             if path == "time":
                 continue
             group, leaf = path.split("/")
-            name = {"bodies": leaf, "connectors": f"connector_{leaf}"}.get(group, f"{group}_{leaf}")
+            name = {"bodies": leaf, "connectors": f"connector_{leaf}", "joints": f"joint_{leaf}"}.get(
+                group, f"{group}_{leaf}")
             variables[name] = xr.Variable(("time",) + tuple(dims[t] for t in tail), d[path],
                                           {"units": units, "description": desc})
         balance = self.energy.balance
@@ -644,6 +691,16 @@ class Result:
             "body_b": ("connector", np.array(list(d["connectors/body_b"]), dtype=str),
                        {"description": "name of body B"}),
         }
+        if self._joint_index:
+            coords.update({
+                "joint": ("joint", np.array(list(d["joints/name"]), dtype=str),
+                          {"description": "joint names, in scenario order"}),
+                "joint_type": ("joint", np.array(list(d["joints/type"]), dtype=str), {"description": "joint type"}),
+                "joint_body_a": ("joint", np.array(list(d["joints/body_a"]), dtype=str),
+                                 {"description": "name of the joint's body A"}),
+                "joint_body_b": ("joint", np.array(list(d["joints/body_b"]), dtype=str),
+                                 {"description": "name of the joint's body B"}),
+            })
         attrs = {k: v for k, v in self._attrs.items() if v is not None}
         attrs["scenario"] = self.scenario_text
         return xr.Dataset(variables, coords=coords, attrs=attrs)
@@ -680,19 +737,22 @@ class Result:
         path = os.fspath(path)
         _check_writable(path, overwrite)
         d = self._data
-        # write_trajectory needs only names, fixed flags, masses, connector ends and the text of a scenario.
+        # write_trajectory needs only names, fixed flags, masses, connector and joint ends and the text
+        # of a scenario.
+        def ends(group):
+            return [SimpleNamespace(name=n, type=t, body_a=a, body_b=b)
+                    for n, t, a, b in zip(*(d.get(f"{group}/{k}", ()) for k in ("name", "type", "body_a", "body_b")))]
         static = SimpleNamespace(
             name=self.scenario_name, text=self.scenario_text,
             bodies=[SimpleNamespace(name=n, fixed=bool(f), mass=float(m))
                     for n, f, m in zip(d["bodies/name"], d["bodies/fixed"], d["bodies/mass"])],
-            connectors=[SimpleNamespace(name=n, type=t, body_a=a, body_b=b)
-                        for n, t, a, b in zip(d["connectors/name"], d["connectors/type"],
-                                              d["connectors/body_a"], d["connectors/body_b"])])
+            connectors=ends("connectors"), joints=ends("joints"))
         attrs = {k: v for k, v in self._attrs.items() if k not in _WRITER_ATTRS and v is not None}
         counters = {k: self._attrs[k] for k in _COUNTERS if k in self._attrs}
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
-            write_trajectory(path, static, {k: d[k] for k in FRAME_DATASETS}, attrs, status=self.status,
+            write_trajectory(path, static, {k: d[k] for k in frame_datasets(len(static.joints))}, attrs,
+                             status=self.status,
                              message=self.message, counters=counters)
         except OSError as exc:
             from . import driver
@@ -806,6 +866,59 @@ class ConnectorTrajectory:
                 f"{len(self._result)} frames>")
 
 
+class JointTrajectory:
+    """One joint's reaction and constraint errors over time (views into the :class:`Result`'s arrays).
+
+    Attributes
+    ----------
+    name, type, body_a, body_b : str
+    bodies : tuple of str
+        ``(body_a, body_b)``, as the scenario's ``bodies: [A, B]``.
+    index : int
+        Position in ``Result.joints`` (the J axis of ``res["joints/..."]``).
+    """
+
+    __slots__ = ("_result", "index", "name", "type", "body_a", "body_b")
+
+    def __init__(self, result: Result, index: int):
+        d = result._data
+        self._result, self.index = result, index
+        self.name, self.type = d["joints/name"][index], d["joints/type"][index]
+        self.body_a, self.body_b = d["joints/body_a"][index], d["joints/body_b"][index]
+
+    @property
+    def bodies(self) -> tuple:
+        return (self.body_a, self.body_b)
+
+    def _get(self, leaf):
+        return self._result._data[f"joints/{leaf}"][:, self.index]
+
+    @property
+    def force(self) -> np.ndarray:
+        """(T, 3) N: reaction force the joint exerts on body A (B receives the opposite), drive force included."""
+        return self._get("force")
+
+    @property
+    def moment(self) -> np.ndarray:
+        """(T, 3) N m: reaction moment on body A about the joint's point (a distance joint: about A's
+        point), drive torque included."""
+        return self._get("moment")
+
+    @property
+    def position_error(self) -> np.ndarray:
+        """(T,) m: norm of the joint's translational constraint residuals."""
+        return self._get("position_error")
+
+    @property
+    def angle_error(self) -> np.ndarray:
+        """(T,) rad: norm of its rotational constraint residuals (0 where it has none)."""
+        return self._get("angle_error")
+
+    def __repr__(self) -> str:
+        return (f"<JointTrajectory {self.name!r}: {self.type} {self.body_a} → {self.body_b}, "
+                f"{len(self._result)} frames>")
+
+
 class Energy:
     """Energies over time [J] (OUTPUT.md ``/energy``) and their balance."""
 
@@ -834,7 +947,7 @@ class Energy:
 
     @property
     def external_work(self) -> np.ndarray:
-        """(T,) J: work done by loads since t = 0."""
+        """(T,) J: work done by loads and joint drives since t = 0."""
         return self._get("external_work")
 
     @property

@@ -38,11 +38,14 @@ def _positive_time(text: str) -> float:
 
 
 def _describe(sc, end: Optional[float] = None, with_step: bool = True) -> str:
-    """One line saying what a scenario holds: "3 bodies (1 fixed), 2 connectors, 1 load; t = 0 … 2 s, Δt = 0.001 s"."""
+    """One line saying what a scenario holds: "3 bodies (1 fixed), 2 connectors, 1 load; t = 0 … 2 s, Δt = 0.001 s"
+    (and ", 4 joints" after the connectors when it has joints)."""
     nb = len(sc.bodies)
     fixed = sum(b.fixed for b in sc.bodies)
     bodies = _count(nb, "body", "bodies") + (f" ({fixed} fixed)" if fixed else "")
-    return (f"{bodies}, {_count(len(sc.connectors), 'connector')}, {_count(len(sc.loads), 'load')}; "
+    nj = len(getattr(sc, "joints", ()))
+    joints = f", {_count(nj, 'joint')}" if nj else ""
+    return (f"{bodies}, {_count(len(sc.connectors), 'connector')}{joints}, {_count(len(sc.loads), 'load')}; "
             f"t = 0 … {_g(sc.time.end if end is None else end)} s" + (f", Δt = {_g(sc.time.step)} s" if with_step else ""))
 
 

@@ -57,7 +57,9 @@ def register(sub, common, fmt) -> None:
 
     i = sub.add_parser("info", parents=[common], formatter_class=fmt,
                        help="summarize a result file",
-                       description="Summarize a trajectory file written by `mbsim run`.",
+                       description="Summarize a trajectory file written by `mbsim run`: scenario, status, "
+                                   "frames, bodies, connectors, joints (each with its largest reaction force "
+                                   "and moment and its largest constraint errors), counters, energy drift.",
                        epilog="exit codes: 0 ok, 2 missing file or not an mbsim result\n\n"
                               "example:\n  mbsim info out/pendulum.h5 --json")
     i.add_argument("result", metavar="RESULT", help="result file (.h5)")
@@ -304,6 +306,7 @@ def format_info(info: dict) -> str:
     conns = info["connectors"]
     by_type = ", ".join(f"{n} {t}" for t, n in conns.items())
     lines.append(f"  connectors     {sum(conns.values())}" + (f": {by_type}" if by_type else ""))
+    lines += _joint_lines(info.get("joints") or [])
     if it.get("rho_inf") is not None:
         lines.append(f"  integrator     {it.get('integrator') or 'generalized-alpha'}, ρ∞ = {_g(it['rho_inf'])} "
                      f"(α_f = {_g(it['alpha_f'])}, α_m = {_g(it['alpha_m'])}, β = {_g(it['beta'])}, "
@@ -315,3 +318,36 @@ def format_info(info: dict) -> str:
                      f"{c.get('rejected_steps')} rejected, wall time {float(c.get('wall_time_s')):.3g} s")
     lines.append(f"  energy drift   {info['energy_drift_J']:.3e} J ({info['energy_drift_relative']:.3e} relative)")
     return "\n".join(lines)
+
+
+# joints listed one per line by `mbsim info` (a longer list ends with "... and N more"; --json has all)
+INFO_JOINTS = 20
+
+
+def _joint_lines(joints: list) -> list:
+    """The ``joints`` lines of ``mbsim info``: the count by type, then a table of each joint's bodies,
+    largest reaction force and moment, and largest constraint errors."""
+    if not joints:
+        return []
+    types = {}
+    for j in joints:
+        types[j["type"]] = types.get(j["type"], 0) + 1
+    lines = [f"  joints         {len(joints)}: " + ", ".join(f"{n} {t}" for t, n in sorted(types.items()))]
+    shown = joints[:INFO_JOINTS]
+    rows = [(j["name"], j["type"], f"{j['body_a']} → {j['body_b']}", _e(j["max_force_N"]),
+             _e(j["max_moment_N_m"]), _e(j["max_position_error_m"]), _e(j["max_angle_error_rad"])) for j in shown]
+    head = ("name", "type", "bodies (A → B)", "max |F| [N]", "max |M| [N·m]", "max pos. err [m]",
+            "max angle err [rad]")
+    width = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, *rows]:
+        text = "  ".join(f"{c:<{w}}" if i < 3 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(r, width)))
+        lines.append(f"                 {text}".rstrip())
+    if len(joints) > len(shown):
+        lines.append(f"                 ... and {len(joints) - len(shown)} more (mbsim info --json lists them all)")
+    return lines
+
+
+def _e(x) -> str:
+    """A reaction or an error for the table: 3 significant digits, '-' where there is no value."""
+    x = float(x)
+    return "-" if not math.isfinite(x) else ("0" if x == 0 else f"{x:.3e}")

@@ -8,7 +8,10 @@ import h5py
 import numpy as np
 
 from ..energy import energy_drift
-from .writer import FORMAT, FRAME_DATASETS
+from .writer import FORMAT, frame_datasets
+
+# every per-frame dataset a file may hold (the /joints ones only when it has joints)
+_PER_FRAME = frame_datasets(1)
 
 
 class ResultFileError(Exception):
@@ -65,7 +68,7 @@ def read_trajectory(path, *, common_length: bool = False) -> dict:
                 if obj.dtype.kind == "O" or h5py.check_string_dtype(obj.dtype):
                     data = obj.asstr()[()]
                     out[name] = data if obj.shape == () else [str(x) for x in data]
-                elif n is not None and name in FRAME_DATASETS:
+                elif n is not None and name in _PER_FRAME:
                     out[name] = obj[:n]
                 else:
                     out[name] = obj[()]
@@ -75,7 +78,7 @@ def read_trajectory(path, *, common_length: bool = False) -> dict:
 
 def _common_length(f, path) -> int | None:
     """Frames that every per-frame dataset holds (None: the file has none of them)."""
-    lengths = {k: f[k].shape[0] for k in FRAME_DATASETS if k in f and f[k].shape}
+    lengths = {k: f[k].shape[0] for k in _PER_FRAME if k in f and f[k].shape}
     if not lengths:
         return None
     n, longest = min(lengths.values()), max(lengths.values())
@@ -88,8 +91,43 @@ def _common_length(f, path) -> int | None:
     return n
 
 
+# frames per block when read_summary reduces the joints' datasets (bounded memory for large files)
+_SUMMARY_BLOCK = 256
+
+
+def joint_summary(f, frames: int) -> list:
+    """Per joint of an open result: name, type, bodies and the largest reaction and constraint errors.
+
+    Returns a list (scenario order, empty without joints) of dicts with ``name``, ``type``,
+    ``body_a``, ``body_b``, ``max_force_N`` and ``max_moment_N_m`` (largest magnitude of the
+    reaction force and moment on body A over the first ``frames`` frames) and
+    ``max_position_error_m``, ``max_angle_error_rad`` (largest constraint errors).  NaN where
+    there is no frame.
+    """
+    if "joints/name" not in f:
+        return []
+    static = {k: [str(x) for x in f[f"joints/{k}"].asstr()[()]] for k in ("name", "type", "body_a", "body_b")}
+    J = len(static["name"])
+    peaks = {k: np.full(J, -np.inf) for k in ("force", "moment", "position_error", "angle_error")}
+    n = min([frames] + [f[f"joints/{k}"].shape[0] for k in peaks])
+    for t0 in range(0, n, _SUMMARY_BLOCK):  # block by block: a 10 000-joint chain need not fit in memory
+        t1 = min(n, t0 + _SUMMARY_BLOCK)
+        for k in peaks:
+            v = f[f"joints/{k}"][t0:t1]
+            mag = np.linalg.norm(v, axis=-1) if k in ("force", "moment") else np.abs(v)
+            peaks[k] = np.fmax(peaks[k], np.nanmax(mag, axis=0, initial=-np.inf))
+    for v in peaks.values():
+        v[~np.isfinite(v) & (v < 0)] = np.nan  # no frame (or NaN everywhere): nothing to report
+    names = {"force": "max_force_N", "moment": "max_moment_N_m", "position_error": "max_position_error_m",
+             "angle_error": "max_angle_error_rad"}
+    return [{**{k: static[k][j] for k in static}, **{names[k]: float(peaks[k][j]) for k in peaks}}
+            for j in range(J)]
+
+
 def read_summary(path) -> dict:
-    """What is in a result: name, status, frames, bodies, connectors, counters, energy drift."""
+    """What is in a result: name, status, frames, bodies, connectors, joints, counters, energy drift.
+
+    ``joints`` is the list of :func:`joint_summary` (empty for a result without joints)."""
     with _open(path) as f:
         a = {k: _str(v) for k, v in f.attrs.items()}
         t = f["time"][()]
@@ -111,6 +149,7 @@ def read_summary(path) -> dict:
             "bodies": int(len(fixed)),
             "fixed_bodies": int(np.sum(fixed)),
             "connectors": {k: ctypes.count(k) for k in sorted(set(ctypes))},
+            "joints": joint_summary(f, len(t)),
             "integrator": {k: a.get(k) for k in ("integrator", "rho_inf", "alpha_f", "alpha_m", "beta",
                                                  "gamma", "tangent")},
             "counters": {k: a.get(k) for k in ("steps", "newton_iterations", "rejected_steps", "wall_time_s")},
