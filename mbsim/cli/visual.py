@@ -8,30 +8,33 @@ import sys
 
 from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out
 
-WHATS = ("dashboard", "energy", "motion", "forces", "solver")
+WHATS = ("dashboard", "energy", "motion", "forces", "joints", "solver")
 
 PLOT_EPILOG = """what (--what):
   dashboard  everything on one page (default): energy budget and balance drift,
-             body positions and 3D paths, connector forces and moments, Newton
-             iterations, step sizes and residuals
+             body positions and 3D paths, connector forces and moments, joint
+             reaction forces, Newton iterations, step sizes and residuals
   energy     kinetic, potential, dissipated energy, external work; drift of
              the balance K + V + D - W
   motion     x, y, z of the body centres over time and their 3D paths
   forces     |F| of springs and dampers, |M| of torsional dampers, lengths
+  joints     |F| and |M| of the joint reactions (on body A, drives included),
+             constraint errors (position [m], angle [rad]) on a log axis
   solver     Newton iterations, step size and final residual per frame
 
-With many bodies or connectors the plots show a selection (6 bodies spread
-over the scenario order, the 8 connectors with the largest peaks) unless
---bodies / --connectors name them. The format follows the extension of -o
+With many bodies, connectors or joints the plots show a selection (6 bodies
+spread over the scenario order, the 8 connectors and the 8 joints with the
+largest peaks) unless --bodies / --connectors / --joints name them. The format follows the extension of -o
 (png, pdf, svg, ...); an existing file is replaced. No display is needed.
 
 exit codes: 0 written, 2 missing or unreadable result, bad options, unknown
-body or connector name, matplotlib not installed, output not writable
+body, connector or joint name, matplotlib not installed, output not writable
 
 examples:
   mbsim plot out/pendulum.h5                          dashboard -> out/pendulum-dashboard.png
   mbsim plot out/pendulum.h5 --what energy -o energy.png --size 1200x800
   mbsim plot out/chain.h5 --what motion --bodies link00 link49
+  mbsim plot out/crank.h5 --what joints --joints crank-drive
 """
 
 ANIMATE_EPILOG = """Bodies are drawn as the uniform boxes with their mass and inertia, with their
@@ -54,9 +57,10 @@ examples:
 def register(sub, common, fmt) -> None:
     """Add ``plot`` and ``animate`` to ``sub``."""
     p = sub.add_parser("plot", parents=[common], formatter_class=fmt,
-                       help="plot a result: energy, motion, forces, solver (PNG, PDF, SVG)",
+                       help="plot a result: energy, motion, forces, joints, solver (PNG, PDF, SVG)",
                        description="Plot a trajectory file written by `mbsim run`: by default a dashboard of "
-                                   "energy, motion, connector forces and solver work. Needs matplotlib "
+                                   "energy, motion, connector forces, joint reactions and solver work. Needs "
+                                   "matplotlib "
                                    "(pip install 'mbsim[plot]').",
                        epilog=PLOT_EPILOG)
     p.add_argument("result", metavar="RESULT", help="result file (.h5)")
@@ -65,10 +69,11 @@ def register(sub, common, fmt) -> None:
     p.add_argument("--what", choices=WHATS, default="dashboard", help="which figure (default: dashboard)")
     p.add_argument("--bodies", nargs="+", metavar="NAME", help="bodies to show (dashboard, motion)")
     p.add_argument("--connectors", nargs="+", metavar="NAME", help="connectors to show (dashboard, forces)")
+    p.add_argument("--joints", nargs="+", metavar="NAME", help="joints to show (dashboard, joints)")
     p.add_argument("--size", type=_size_arg, metavar="WxH",
                    help="figure size in pixels, e.g. 1200x800 (default depends on --what: dashboard "
-                        "1800x1200, at least 1000x680; energy 1200x800, motion 1400x800, forces and "
-                        "solver 1200x900, each at least 480x360)")
+                        "1800x1200, at least 1000x680; energy 1200x800, motion 1400x800, forces, joints "
+                        "and solver 1200x900, each at least 480x360)")
     p.add_argument("--quiet", action="store_true", help="print only errors")
     p.set_defaults(handler=_cmd_plot)
 
@@ -215,12 +220,13 @@ def _cmd_plot(args) -> int:
     if traj is None:
         return EXIT_INVALID
     try:
-        fig = plot.make(args.what, traj, bodies=args.bodies, connectors=args.connectors, size=args.size)
+        fig = plot.make(args.what, traj, bodies=args.bodies, connectors=args.connectors, joints=args.joints,
+                        size=args.size)
     except plot.UnknownName as exc:
         _err(f"{exc}; check the names with `mbsim info {args.result}`")
         return EXIT_INVALID
     except plot.FigureTooSmall as exc:
-        _err(f"{exc}; give a larger --size" + (" or plot one part (--what energy, motion, forces or solver)"
+        _err(f"{exc}; give a larger --size" + (" or plot one part (--what energy, motion, forces, joints or solver)"
                                                if args.what == "dashboard" else ""))
         return EXIT_INVALID
     if not make_parent(out):
@@ -233,6 +239,8 @@ def _cmd_plot(args) -> int:
     if not args.quiet:
         w, h = fig.get_size_inches() * fig.dpi
         _out(f"wrote {out} ({args.what}, {round(w)}x{round(h)} px)")
+        if args.what == "joints" and not plot.joint_names(traj):
+            _err(f"note: {args.result} has no joints (its scenario has no joints: section); the figure says so")
     return EXIT_OK
 
 

@@ -1,4 +1,4 @@
-"""Plots of a stored trajectory: energy budget, motion, connector forces, solver work.
+"""Plots of a stored trajectory: energy budget, motion, connector forces, joint reactions, solver work.
 
 Every function takes the dictionary of :func:`mbsim.io.reader.read_trajectory`
 and returns a :class:`matplotlib.figure.Figure`.  Figures are built without
@@ -25,6 +25,7 @@ DEFAULT_SIZES = {  # pixels, width x height
     "energy": (1200, 800),
     "motion": (1400, 800),
     "forces": (1200, 900),
+    "joints": (1200, 900),
     "solver": (1200, 900),
 }
 MIN_SIZES = {  # below these the panels have no room left for their labels
@@ -32,14 +33,16 @@ MIN_SIZES = {  # below these the panels have no room left for their labels
     "energy": (480, 360),
     "motion": (480, 360),
     "forces": (480, 360),
+    "joints": (480, 360),
     "solver": (480, 360),
 }
 MAX_BODIES = 6  # lines per panel before the default selection kicks in
 MAX_CONNECTORS = 8
+MAX_JOINTS = 8
 
 
 class UnknownName(ValueError):
-    """A body or connector name that the result does not hold (the message lists the choices)."""
+    """A body, connector or joint name that the result does not hold (the message lists the choices)."""
 
 
 class FigureTooSmall(ValueError):
@@ -54,6 +57,8 @@ def _resolve(names: Sequence[str], wanted: Sequence[str], what: str) -> list:
     out = []
     for w in wanted:
         if w not in index:
+            if not names:
+                raise UnknownName(f"no {what} named {w!r}: this result has no {what}s")
             close = difflib.get_close_matches(w, names, n=1)
             hint = f"; did you mean {close[0]!r}?" if close else ""
             shown = ", ".join(names[:12]) + (", …" if len(names) > 12 else "")
@@ -102,6 +107,29 @@ def select_connectors(traj: dict, names: Optional[Sequence[str]] = None, limit: 
                       np.nanmax(np.linalg.norm(traj["connectors/moment"][:T], axis=-1), axis=0))
     chosen = sorted(np.argsort(-np.nan_to_num(peak), kind="stable")[:limit])
     return [int(i) for i in chosen], f"the {limit} of {C} connectors with the largest peaks"
+
+
+def joint_names(traj: dict) -> list:
+    """The joint names of a result, in scenario order (empty: it has no ``/joints`` group)."""
+    return list(traj.get("joints/name", ()))
+
+
+def select_joints(traj: dict, names: Optional[Sequence[str]] = None, limit: int = MAX_JOINTS):
+    """Indices of the joints to plot, and a note when some were left out.
+
+    ``names`` given: exactly those.  Otherwise at most ``limit``: those with
+    the largest peak reaction force over the run.
+    """
+    all_names = joint_names(traj)
+    if names:
+        return _resolve(all_names, names, "joint"), ""
+    J = len(all_names)
+    if J <= limit:
+        return list(range(J)), ""
+    T = frame_count(traj)
+    peak = np.nanmax(np.linalg.norm(traj["joints/force"][:T], axis=-1), axis=0)
+    chosen = sorted(np.argsort(-np.nan_to_num(peak), kind="stable")[:limit])
+    return [int(i) for i in chosen], f"the {limit} of {J} joints with the largest peak forces"
 
 
 # --------------------------------------------------------------------------
@@ -260,6 +288,57 @@ def length_axes(ax, traj, connectors) -> None:
     ax.legend(fontsize=8, loc="best", ncol=1 if len(pick) <= 4 else 2)
 
 
+def joint_reaction_axes(ax, traj, joints, moments: bool = False) -> None:
+    """|F| (or |M|) of the reactions of the ``joints`` (indices): what each exerts on its body A,
+    drive force and torque included; the moment is about the joint's point."""
+    t, T = _time(traj)
+    title = "Joint reaction moments (on body A, about the joint's point)" if moments else \
+        "Joint reaction forces (on body A)"
+    if not joints:
+        _no_data(ax, title, "no joints" if not joint_names(traj) else "no joints selected")
+        return
+    names, types = joint_names(traj), list(traj["joints/type"])
+    key = "joints/moment" if moments else "joints/force"
+    mag = np.linalg.norm(np.asarray(traj[key][:T], dtype=float), axis=-1)
+    for c, j in zip(_joint_colors(len(joints)), joints):
+        ax.plot(t, mag[:, j], color=c, label=f"{names[j]} ({types[j]})")
+    _finish(ax, title, "|M| [N·m]" if moments else "|F| [N]")
+    ax.legend(fontsize=8, loc="best", ncol=1 if len(joints) <= 4 else 2)
+
+
+def joint_error_axes(ax, traj, joints) -> None:
+    """Constraint errors of the ``joints`` on a log axis: the norm of the translational residuals
+    [m] (solid) and of the rotational ones [rad] (dashed), as the solver left them at each frame.
+    Exact zeros (a joint without rotational rows) have no place on a log axis and are left out."""
+    t, T = _time(traj)
+    title = "Constraint errors (— position [m], - - angle [rad])"
+    if not joints:
+        _no_data(ax, title, "no joints" if not joint_names(traj) else "no joints selected")
+        return
+    names = joint_names(traj)
+    pos = np.asarray(traj["joints/position_error"][:T], dtype=float)
+    ang = np.asarray(traj["joints/angle_error"][:T], dtype=float)
+    drawn = 0
+    for c, j in zip(_joint_colors(len(joints)), joints):
+        for values, ls, what in ((pos[:, j], "-", "position"), (ang[:, j], "--", "angle")):
+            shown = np.where(values > 0, values, np.nan)
+            if np.isfinite(shown).any():
+                ax.semilogy(t, shown, color=c, ls=ls, lw=1.0, label=f"{names[j]} {what}")
+                drawn += 1
+    if not drawn:
+        _no_data(ax, title, "every error exactly 0")
+        return
+    _finish(ax, title, "error [m] or [rad]")
+    ax.legend(fontsize=7, loc="best", ncol=1 if drawn <= 4 else 2)
+
+
+def _joint_colors(n: int) -> list:
+    """``n`` colours for joints (tab10 in order, so a joint keeps its colour across panels)."""
+    import matplotlib
+    cmap = matplotlib.colormaps["tab10"]
+    return [cmap(i % 10) for i in range(n)]
+
+
 def iterations_axes(ax, traj) -> None:
     """Newton iterations of the step ending at each frame (frame 0 has none)."""
     t, T = _time(traj)
@@ -363,6 +442,22 @@ def plot_forces(traj: dict, *, connectors: Optional[Sequence[str]] = None, size=
     return fig
 
 
+def plot_joints(traj: dict, *, joints: Optional[Sequence[str]] = None, size=None, dpi: int = DPI) -> Figure:
+    """Reaction force and moment magnitudes of the joints, and their constraint errors on a log axis.
+
+    A result without joints gives the three panels saying so."""
+    idx, note = select_joints(traj, joints)
+    fig = _figure("joints", size, dpi)
+    a, b, c = fig.subplots(3, 1, sharex=True)
+    joint_reaction_axes(a, traj, idx)
+    joint_reaction_axes(b, traj, idx, moments=True)
+    joint_error_axes(c, traj, idx)
+    for ax in (a, b):
+        ax.set_xlabel("")
+    _title(fig, traj, "joints", note)
+    return fig
+
+
 def plot_solver(traj: dict, *, size=None, dpi: int = DPI) -> Figure:
     """Newton iterations, time-step size and final residual of the step ending at each frame."""
     fig = _figure("solver", size, dpi)
@@ -377,11 +472,13 @@ def plot_solver(traj: dict, *, size=None, dpi: int = DPI) -> Figure:
 
 
 def dashboard(traj: dict, *, bodies: Optional[Sequence[str]] = None,
-              connectors: Optional[Sequence[str]] = None, size=None, dpi: int = DPI) -> Figure:
+              connectors: Optional[Sequence[str]] = None, joints: Optional[Sequence[str]] = None,
+              size=None, dpi: int = DPI) -> Figure:
     """Everything on one page: energy budget and drift, positions and 3D paths, connector forces
-    and moments, Newton iterations and step sizes."""
+    and moments (and joint reaction forces, when there are joints), Newton iterations and step sizes."""
     bidx, bnote = select_bodies(traj, bodies)
     cidx, cnote = select_connectors(traj, connectors)
+    jidx, jnote = select_joints(traj, joints)
     fig = _figure("dashboard", size, dpi)
     gs = fig.add_gridspec(3, 3, height_ratios=[1, 1.35, 0.8])
     energy_axes(fig.add_subplot(gs[0, 0]), traj)
@@ -396,28 +493,38 @@ def dashboard(traj: dict, *, bodies: Optional[Sequence[str]] = None,
     types = list(traj["connectors/type"])
     has_tors = any(types[c] == "torsional_damper" for c in cidx)
     has_lin = any(types[c] != "torsional_damper" for c in cidx)
-    if has_tors and has_lin:
-        fg = gs[1, 1].subgridspec(2, 1)
-        fa = fig.add_subplot(fg[0])
-        force_axes(fa, traj, cidx)
-        fa.set_xlabel("")
-        force_axes(fig.add_subplot(fg[1], sharex=fa), traj, cidx, moments=True)
+    panels = []  # what shares the forces slot: connector forces, moments, joint reactions
+    if has_lin or not (has_tors or jidx):  # (the "no springs or dampers" panel when there is nothing)
+        panels.append(lambda ax: force_axes(ax, traj, cidx))
+    if has_tors:
+        panels.append(lambda ax: force_axes(ax, traj, cidx, moments=True))
+    if jidx:
+        panels.append(lambda ax: joint_reaction_axes(ax, traj, jidx))
+    if len(panels) == 1:
+        panels[0](fig.add_subplot(gs[1, 1]))
     else:
-        force_axes(fig.add_subplot(gs[1, 1]), traj, cidx, moments=has_tors)
+        fg = gs[1, 1].subgridspec(len(panels), 1)
+        first = None
+        for k, draw in enumerate(panels):
+            ax = fig.add_subplot(fg[k], sharex=first)
+            first = first or ax
+            draw(ax)
+            if k < len(panels) - 1:
+                ax.set_xlabel("")
 
     iterations_axes(fig.add_subplot(gs[2, 0]), traj)
     step_axes(fig.add_subplot(gs[2, 1]), traj)
     residual_axes(fig.add_subplot(gs[2, 2]), traj)
-    _title(fig, traj, "dashboard", "; ".join(n for n in (bnote, cnote) if n))
+    _title(fig, traj, "dashboard", "; ".join(n for n in (bnote, cnote, jnote) if n))
     return fig
 
 
 PLOTS = {"dashboard": dashboard, "energy": plot_energy, "motion": plot_motion, "forces": plot_forces,
-         "solver": plot_solver}
+         "joints": plot_joints, "solver": plot_solver}
 """``--what`` name → figure function."""
 
 
-def make(what: str, traj: dict, *, bodies=None, connectors=None, size=None, dpi: int = DPI) -> Figure:
+def make(what: str, traj: dict, *, bodies=None, connectors=None, joints=None, size=None, dpi: int = DPI) -> Figure:
     """The figure ``what`` (a key of PLOTS) of ``traj``; options a figure does not use are ignored."""
     if what not in PLOTS:
         raise ValueError(f"unknown plot {what!r}; choose from {', '.join(PLOTS)}")
@@ -426,6 +533,8 @@ def make(what: str, traj: dict, *, bodies=None, connectors=None, size=None, dpi:
         kwargs["bodies"] = bodies
     if what in ("dashboard", "forces"):
         kwargs["connectors"] = connectors
+    if what in ("dashboard", "joints"):
+        kwargs["joints"] = joints
     return PLOTS[what](traj, **kwargs)
 
 

@@ -1,0 +1,297 @@
+"""The tools on results with joints: the Python API, ``mbsim info``, ``plot``, ``animate``,
+``export``, ``compare`` and ``verify`` (issue 13, item 5).
+
+Expected values come from what does not pass through the code under test:
+the datasets as h5py reads them from the file, the constraints the solver
+enforces (a joint's point carried by body A and by body B coincide, a hinge's
+axis carried by both stays the same line, a distance joint keeps its length),
+the weight of a body hanging at rest (the reaction of its joint), a
+perturbation put into a copy of a file by the test, and the independent
+reference solver (:mod:`mbsim.reference`).
+"""
+from __future__ import annotations
+
+import json
+import textwrap
+
+import h5py
+import numpy as np
+import pytest
+
+import mbsim
+from mbsim.cli import main
+from mbsim.io.reader import read_trajectory
+
+# One small mechanism per joint kind side by side (all eight), a spring on the slider, under gravity;
+# every initial velocity satisfies its joint (nothing is projected).  21 frames.
+SCENARIO = """\
+mbsim: 1
+name: joint-tools
+gravity: [0, 0, -9.81]
+time: {end: 0.2, step: 1.0e-3}
+output: {interval: 0.01}
+bodies:
+  - {name: arm, mass: 1.0, inertia: [0.01, 0.02, 0.015], position: [0.5, 0, 0]}
+  - {name: bob, mass: 0.5, inertia: [0.002, 0.002, 0.002], position: [1.0, 0, -0.3]}
+  - {name: slider, mass: 0.5, inertia: [0.002, 0.003, 0.004], position: [3, 0, 0], velocity: [0.4, 0, -0.3]}
+  - {name: sleeve, mass: 0.6, inertia: [0.004, 0.004, 0.002], position: [5, 0, 0], angular_velocity: [3.0, 0, 4.0]}
+  - {name: puck, mass: 0.3, inertia: [0.001, 0.001, 0.0018], position: [7, 0, 0], velocity: [1.0, 0.4, -0.3]}
+  - {name: cardan, mass: 0.7, inertia: [0.02, 0.01, 0.015], position: [9, 0, -0.5], velocity: [0, 0.75, 0],
+     angular_velocity: [1.5, 0, 0]}
+  - {name: pair, mass: 0.4, inertia: [0.005, 0.004, 0.003], position: [9.3, 0, -0.6], velocity: [0, 0.9, 0],
+     angular_velocity: [1.5, 0, 0]}
+  - {name: weight, mass: 0.9, inertia: [0.02, 0.03, 0.01], position: [11.3, 0, -0.4]}
+connectors:
+  - {name: rail-spring, type: spring, bodies: [world, slider], points: [[3.8, 0, -0.6], [3, 0, 0]],
+     stiffness: 50.0, rest_length: 0.5}
+joints:
+  - {name: hinge, type: revolute, bodies: [world, arm], point: [0, 0, 0], axis: [0, 1, 0]}
+  - {name: ball, type: spherical, bodies: [arm, bob], point: [1, 0, 0]}
+  - {name: rail, type: prismatic, bodies: [world, slider], point: [3, 0, 0], axis: [0.8, 0, -0.6]}
+  - {name: shaft, type: cylindrical, bodies: [world, sleeve], point: [5, 0, 0], axis: [0.6, 0, 0.8]}
+  - {name: plane, type: planar, bodies: [world, puck], point: [7, 0, 0], axis: [0, 0.6, 0.8]}
+  - {name: cross, type: universal, bodies: [world, cardan], point: [9, 0, 0], axes: [[1, 0, 0], [0, 1, 0]]}
+  - {name: weld, type: lock, bodies: [cardan, pair], point: [9.15, 0, -0.55]}
+  - {name: tether, type: distance, bodies: [world, weight], points: [[11, 0, 0], [11.3, 0, -0.4]]}
+"""
+FRAMES = 21
+JOINTS = ["hinge", "ball", "rail", "shaft", "plane", "cross", "weld", "tether"]
+TYPES = ["revolute", "spherical", "prismatic", "cylindrical", "planar", "universal", "lock", "distance"]
+
+# A bob hanging at rest from a spherical joint: the joint holds its weight, so the reaction on
+# body A (world) is m g, downwards, at every frame, and there is no moment about the pin.
+HANGING = {
+    "mbsim": 1, "name": "hanging", "gravity": [0, 0, -9.81], "time": {"end": 0.05, "step": 0.005},
+    "bodies": [{"name": "bob", "mass": 2.0, "inertia": [0.01, 0.02, 0.03], "position": [0, 0, -0.5]}],
+    "joints": [{"name": "pin", "type": "spherical", "bodies": ["world", "bob"], "point": [0, 0, 0]}],
+}
+# Free flight, no joints at all.
+FLIGHT = {
+    "mbsim": 1, "name": "flight", "time": {"end": 0.05, "step": 0.01},
+    "bodies": [{"name": "puck", "mass": 2.0, "inertia": [0.1, 0.2, 0.3], "velocity": [0.5, -1.0, 0.25]}],
+}
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    d = tmp_path_factory.mktemp("joints")
+    sc = d / "mech.yaml"
+    sc.write_text(SCENARIO)
+    out = d / "mech.h5"
+    assert main(["run", str(sc), "-o", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def raw(result):
+    """The /joints datasets as plain h5py reads them (not through mbsim's reader)."""
+    with h5py.File(result, "r") as f:
+        return {k: f[f"joints/{k}"].asstr()[()].tolist() if k in ("name", "type", "body_a", "body_b")
+                else f[f"joints/{k}"][()]
+                for k in ("name", "type", "body_a", "body_b", "force", "moment", "position_error", "angle_error")}
+
+
+@pytest.fixture(scope="module")
+def traj(result):
+    return read_trajectory(result)
+
+
+@pytest.fixture(scope="module")
+def flight_file(tmp_path_factory):
+    return mbsim.simulate(FLIGHT).save(tmp_path_factory.mktemp("flight") / "flight.h5")
+
+
+def test_the_mechanism_holds_every_kind(raw):
+    assert raw["name"] == JOINTS and raw["type"] == TYPES
+    assert raw["force"].shape == (FRAMES, 8, 3) and raw["position_error"].shape == (FRAMES, 8)
+
+
+# --------------------------------------------------------------------------
+# Python API
+
+def test_joint_accessors_read_the_stored_datasets(result, raw):
+    res = mbsim.load(result)
+    assert res.joints == JOINTS
+    for i, name in enumerate(JOINTS):
+        j = res.joint(name)
+        assert (j.name, j.type, j.index) == (name, TYPES[i], i)
+        assert j.bodies == (raw["body_a"][i], raw["body_b"][i]) == (j.body_a, j.body_b)
+        np.testing.assert_array_equal(j.force, raw["force"][:, i])
+        np.testing.assert_array_equal(j.moment, raw["moment"][:, i])
+        np.testing.assert_array_equal(j.position_error, raw["position_error"][:, i])
+        np.testing.assert_array_equal(j.angle_error, raw["angle_error"][:, i])
+        assert j.force.shape == (FRAMES, 3) and j.angle_error.shape == (FRAMES,)
+        assert not j.force.flags.writeable
+    assert repr(res).endswith("8 bodies, 1 connector, 8 joints>")
+    assert repr(res.joint("weld")) == "<JointTrajectory 'weld': lock cardan → pair, 21 frames>"
+
+
+def test_unknown_joint_names_and_results_without_joints(result):
+    res = mbsim.load(result)
+    with pytest.raises(mbsim.UnknownNameError, match=r"no joint 'hingee' in 'joint-tools' \(did you mean "
+                                                     r"'hinge'\?\); its joints: hinge, ball, rail"):
+        res.joint("hingee")
+    flight = mbsim.simulate(FLIGHT)
+    assert flight.joints == [] and "joint" not in repr(flight)
+    with pytest.raises(mbsim.UnknownNameError, match=r"^no joint 'hinge' in 'flight'; it has no joints$"):
+        flight.joint("hinge")
+
+
+def test_in_memory_result_has_the_joints_and_saves_them(tmp_path, result):
+    """simulate() keeps the joints' frames as the file has them, save() writes them back, load() reads them."""
+    sc = tmp_path / "mech.yaml"
+    sc.write_text(SCENARIO)
+    mem = mbsim.simulate(sc)
+    back = mbsim.load(result)
+    assert mem.joints == back.joints
+    for k in ("force", "moment", "position_error", "angle_error"):
+        np.testing.assert_array_equal(mem[f"joints/{k}"], back[f"joints/{k}"], err_msg=k)
+    saved = mbsim.load(mem.save(tmp_path / "saved.h5"))
+    assert saved.joints == JOINTS and saved.joint("tether").bodies == ("world", "weight")
+    np.testing.assert_array_equal(saved.joint("cross").moment, mem.joint("cross").moment)
+    with h5py.File(tmp_path / "saved.h5") as f:
+        assert f["joints/force"].attrs["units"] == "N" and f["joints/angle_error"].attrs["units"] == "rad"
+    # a file whose /joints group lost a dataset is not a complete trajectory
+    with h5py.File(tmp_path / "saved.h5", "a") as f:
+        del f["joints/moment"]
+    with pytest.raises(mbsim.ResultFileError, match="missing joints/moment"):
+        mbsim.load(tmp_path / "saved.h5")
+
+
+def test_reaction_of_a_body_hanging_at_rest_is_its_weight():
+    res = mbsim.simulate(HANGING)
+    pin = res.joint("pin")
+    assert pin.bodies == ("world", "bob")
+    weight = np.array([0.0, 0.0, -2.0 * 9.81])  # on A (world): the bob pulls it down
+    np.testing.assert_allclose(pin.force, np.broadcast_to(weight, pin.force.shape), atol=1e-9)
+    np.testing.assert_allclose(pin.moment, 0.0, atol=1e-9)
+
+
+def test_to_xarray_has_the_joints(result, raw):
+    pytest.importorskip("xarray")
+    ds = mbsim.load(result).to_xarray()
+    assert ds.sizes["joint"] == 8 and list(ds["joint"].values) == JOINTS
+    assert list(ds["joint_type"].values) == TYPES
+    assert list(ds["joint_body_a"].values) == raw["body_a"] and list(ds["joint_body_b"].values) == raw["body_b"]
+    assert ds["joint_force"].dims == ("time", "joint", "xyz") and ds["joint_force"].attrs["units"] == "N"
+    assert ds["joint_moment"].attrs["units"] == "N*m"
+    assert ds["joint_position_error"].dims == ("time", "joint")
+    assert ds["joint_angle_error"].attrs["units"] == "rad"
+    np.testing.assert_array_equal(ds["joint_force"].sel(joint="rail").values, raw["force"][:, 2])
+    np.testing.assert_array_equal(ds["joint_angle_error"].values, raw["angle_error"])
+    # the connectors keep their own names along their own dimension
+    assert list(ds["connector"].values) == ["rail-spring"] and list(ds["body_a"].values) == ["world"]
+    # without joints there is no joint dimension (as the file has no /joints group)
+    flight = mbsim.simulate(FLIGHT).to_xarray()
+    assert "joint" not in flight.sizes and "joint_force" not in flight
+
+
+# --------------------------------------------------------------------------
+# mbsim info
+
+def test_info_lists_every_joint_with_its_largest_reaction_and_errors(result, raw, capsys):
+    assert main(["info", str(result), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert [j["name"] for j in info["joints"]] == JOINTS
+    fmax = np.linalg.norm(raw["force"], axis=-1).max(axis=0)
+    mmax = np.linalg.norm(raw["moment"], axis=-1).max(axis=0)
+    for i, j in enumerate(info["joints"]):
+        assert (j["type"], j["body_a"], j["body_b"]) == (TYPES[i], raw["body_a"][i], raw["body_b"][i])
+        assert j["max_force_N"] == pytest.approx(fmax[i], rel=1e-15)
+        assert j["max_moment_N_m"] == pytest.approx(mmax[i], rel=1e-15, abs=1e-300)
+        assert j["max_position_error_m"] == raw["position_error"][:, i].max()
+        assert j["max_angle_error_rad"] == raw["angle_error"][:, i].max()
+
+    assert main(["info", str(result)]) == 0
+    text = capsys.readouterr().out
+    assert ("joints         8: 1 cylindrical, 1 distance, 1 lock, 1 planar, 1 prismatic, 1 revolute, "
+            "1 spherical, 1 universal") in text
+    row = next(line for line in text.splitlines() if line.split()[:2] == ["tether", "distance"])
+    assert "world → weight" in row and f"{fmax[7]:.3e}" in row
+    header = next(line for line in text.splitlines() if "max |F| [N]" in line)
+    assert "max pos. err [m]" in header and "max angle err [rad]" in header
+
+
+def test_info_without_joints_has_no_joint_lines(flight_file, capsys):
+    assert main(["info", str(flight_file)]) == 0
+    assert "joints" not in capsys.readouterr().out
+    assert main(["info", str(flight_file), "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["joints"] == []
+
+
+def test_info_lists_at_most_twenty_joints_in_text(tmp_path, capsys):
+    """A chain of 25 links: 20 rows, then how many more; --json has them all."""
+    bodies = [{"name": f"l{i:02d}", "mass": 1.0, "inertia": [0.01, 0.01, 0.01], "position": [0.1 * i + 0.05, 0, 0]}
+              for i in range(25)]
+    joints = [{"name": f"j{i:02d}", "type": "spherical", "bodies": ["world" if i == 0 else f"l{i - 1:02d}", f"l{i:02d}"],
+               "point": [0.1 * i, 0, 0]} for i in range(25)]
+    chain = {"mbsim": 1, "name": "chain", "gravity": [0, 0, -9.81], "time": {"end": 0.01, "step": 0.005},
+             "bodies": bodies, "joints": joints}
+    path = mbsim.simulate(chain, output=tmp_path / "chain.h5").path
+    assert main(["info", path]) == 0
+    text = capsys.readouterr().out
+    rows = [line.split()[0] for line in text.splitlines() if line.split()[1:2] == ["spherical"]]
+    assert rows == [f"j{i:02d}" for i in range(20)]
+    assert "... and 5 more (mbsim info --json lists them all)" in text
+    assert main(["info", path, "--json"]) == 0
+    assert len(json.loads(capsys.readouterr().out)["joints"]) == 25
+
+
+# --------------------------------------------------------------------------
+# mbsim plot --what joints
+
+def test_plot_joints_draws_reactions_and_errors_from_the_file(traj, raw):
+    pytest.importorskip("matplotlib")
+    from mbsim.viz import plot
+    fig = plot.make("joints", traj)
+    force_ax, moment_ax, error_ax = fig.axes
+    for ax, key in ((force_ax, "force"), (moment_ax, "moment")):
+        lines = ax.get_lines()
+        assert [ln.get_label() for ln in lines] == [f"{n} ({t})" for n, t in zip(JOINTS, TYPES)]
+        for i, ln in enumerate(lines):
+            np.testing.assert_allclose(ln.get_ydata(), np.linalg.norm(raw[key][:, i], axis=-1), rtol=1e-15)
+    assert error_ax.get_yscale() == "log"
+    errors = {ln.get_label(): np.asarray(ln.get_ydata()) for ln in error_ax.get_lines()}
+    pos = raw["position_error"][:, 7]
+    np.testing.assert_array_equal(errors["tether position"], np.where(pos > 0, pos, np.nan))
+    assert "tether angle" not in errors  # a distance joint has no rotational rows: all 0, nothing on a log axis
+    assert "cross angle" in errors
+    # a chosen subset
+    fig = plot.make("joints", traj, joints=["rail", "hinge"])
+    assert [ln.get_label() for ln in fig.axes[0].get_lines()] == ["rail (prismatic)", "hinge (revolute)"]
+
+
+def test_plot_joints_and_dashboard_from_the_command_line(result, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    Image = pytest.importorskip("PIL.Image")
+    png = tmp_path / "joints.png"
+    assert main(["plot", str(result), "--what", "joints", "-o", str(png), "--size", "900x700"]) == 0
+    assert f"wrote {png} (joints, 900x700 px)" in capsys.readouterr().out
+    with Image.open(png) as im:
+        assert im.size == (900, 700)
+        assert np.asarray(im.convert("L"), dtype=float).std() > 5.0
+    # the dashboard shows the joint reactions beside the connector forces
+    from mbsim.viz import plot
+    fig = plot.make("dashboard", read_trajectory(result))
+    titles = [ax.get_title(loc="left") for ax in fig.axes]
+    assert "Connector forces" in titles
+    assert "Joint reaction forces (on body A)" in titles
+    # unknown names: did you mean, nothing written
+    assert main(["plot", str(result), "--what", "joints", "--joints", "hinj", "-o", str(tmp_path / "x.png")]) == 2
+    err = capsys.readouterr().err
+    assert "no joint named 'hinj'" in err and "did you mean 'hinge'" in err
+    assert not (tmp_path / "x.png").exists()
+
+
+def test_plot_joints_of_a_result_without_joints_says_so(flight_file, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    from mbsim.viz import plot
+    png = tmp_path / "none.png"
+    assert main(["plot", str(flight_file), "--what", "joints", "-o", str(png)]) == 0
+    captured = capsys.readouterr()
+    assert png.exists() and "has no joints" in captured.err
+    fig = plot.make("joints", read_trajectory(flight_file))
+    assert all(not ax.get_lines() for ax in fig.axes)
+    assert "no joints" in [t.get_text() for ax in fig.axes for t in ax.texts]
+    assert main(["plot", str(flight_file), "--what", "joints", "--joints", "pin", "-o", str(png)]) == 2
+    assert "this result has no joints" in capsys.readouterr().err
