@@ -24,7 +24,7 @@ from .diagnostics import frame_buffers, frame_quantities, frames_from_buffers
 from .energy import energy_drift
 from .integrators import INTEGRATORS
 from .kernels import firstrun
-from .model.constraints import JointError  # noqa: F401  (re-exported: what run() raises for refused joints)
+from .model.constraints import JointError, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -511,6 +511,9 @@ class _Loop:
                                    f"failed: {res.message}; residual norm {res.residual_norm:.3e} after "
                                    f"{res.iterations} Newton iterations; {why}. The last frame stored is at "
                                    f"t = {self.last_frame_t:.9g} s.")
+                        stuck = lock_up(self.model, s.r, s.q, s.v, s.w)  # joints at a dead point?
+                        if stuck:
+                            message += f" At t = {s.t:.9g} s {stuck}."
                         break
                     if not _finite(res.state):
                         status, code, failure = "failed", EXIT_SOLVER, "nonfinite"

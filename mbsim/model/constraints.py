@@ -169,3 +169,45 @@ def settle(model, scenario) -> None:
     model.joint_notes.append(f"initial velocities made consistent with joint{'s' if len(bad) > 1 else ''} "
                              f"{', '.join(repr(el.names[e]) for e in bad)} (the smallest change in kinetic "
                              f"energy): {'; '.join(changed)}")
+
+
+SINGULAR_DROP = 0.05  # how far the conditioning of the row-normalised G has fallen from t = 0's at a lock-up
+SINGULAR_MAX_ROWS = 3000  # a dense SVD beyond this costs more than the diagnosis is worth
+
+
+def _conditioning(model, r, q, v, w):
+    """(smallest / largest singular value of the row-normalised G, per-row weight of the singular
+    direction) at a state."""
+    from .kinematics import Kinematics
+    G, _ = jacobian(model, Kinematics.at_state(r, q, v, w), np.zeros(model.elements.n_unknowns))
+    A = G.toarray()
+    norms = np.linalg.norm(A, axis=1)
+    if np.any(norms == 0.0):  # an equation with no Jacobian at all
+        return 0.0, (norms == 0.0).astype(float)
+    U, sv, _ = np.linalg.svd(A / norms[:, None])  # full U: with more rows than columns, a null vector
+    sv = np.concatenate((sv, np.zeros(A.shape[0] - sv.size)))
+    return sv[-1] / sv[0], np.abs(U[:, -1])
+
+
+def lock_up(model, r, q, v, w) -> str:
+    """Which joints have (nearly) dependent equations at a state, for the message of a failed step: ''
+    when the joints' Jacobian is about as well conditioned there as at t = 0 (or too large to decompose).
+
+    The rows of G, each normalised, are decomposed (SVD); when the ratio of the smallest singular
+    value to the largest has fallen below :data:`SINGULAR_DROP` times its value at t = 0, the joints
+    whose rows carry the singular direction (the left singular vector's entries above a tenth of its
+    largest) are named: a slider-crank pushed through its dead point, a four-bar at its toggle."""
+    el = model.elements
+    if not el.n_unknowns or el.n_unknowns > SINGULAR_MAX_ROWS:
+        return ""
+    if "_conditioning0" not in model.__dict__:
+        model._conditioning0 = _conditioning(model, model.r0, model.q0, model.v0, model.w0)[0]
+    ratio, weight = _conditioning(model, r, q, v, w)
+    if ratio > SINGULAR_DROP * model._conditioning0:
+        return ""
+    involved = sorted({int(el.unknown_element[j]) for j in np.flatnonzero(weight > 0.1 * weight.max())},
+                      key=lambda e: int(el.index[e]))
+    names = ", ".join(repr(el.names[e]) for e in involved)
+    return (f"the equations of joint{'s' if len(involved) > 1 else ''} {names} are nearly dependent (the "
+            f"conditioning of their normalised Jacobian has fallen from {model._conditioning0:.1e} at t = 0 to "
+            f"{ratio:.1e}): the mechanism is at a dead point or locked up")

@@ -227,3 +227,28 @@ def test_spherical_pendulum_keeps_its_vertical_angular_momentum():
             assert np.ptp(L[:, 0]) > 0.1 and np.ptp(L[:, 1]) > 0.1
             dev.append(np.abs(L[:, 2] - L[0, 2]).max() / np.abs(L[0, 2]))
         assert 3.5 < dev[0] / dev[1] < 4.5 and dev[1] < 3e-6, (rho, dev)
+
+
+def test_a_slider_crank_pushed_through_its_dead_point_fails_naming_the_joints():
+    """The piston driven 2 cm beyond the reach r + l of crank and rod: as crank and rod straighten the
+    joints' equations become dependent, Newton fails, and the message names the joints of the loop
+    and says what happened; at t = 0 (or in a healthy mechanism) nothing is claimed."""
+    from mbsim.model.constraints import lock_up
+    from mbsim.scenario.spec import SmoothRamp
+    ph = 0.5
+    A = np.array([R_CRANK * np.cos(ph), 0, R_CRANK * np.sin(ph)])
+    P = np.array([A[0] + np.sqrt(L_ROD ** 2 - A[2] ** 2), 0, 0])
+    bodies = [b.body("crank", 1.0, (0.01, 0.01, 0.01), A / 2), b.body("rod", 2.0, (0.02, 0.12, 0.12), (A + P) / 2),
+              b.body("piston", 1.5, (0.01, 0.01, 0.01), P)]
+    y = (0, 1, 0)
+    push = SmoothRamp(0.0, 1.0, 0.0, R_CRANK + L_ROD - P[0] + 0.02)
+    joints = [b.joint("O", "revolute", "world", "crank", point=(0, 0, 0), axis=y),
+              b.joint("A", "revolute", "crank", "rod", point=A, axis=y),
+              b.joint("P", "revolute", "rod", "piston", point=P, axis=y),
+              b.joint("slide", "prismatic", "world", "piston", point=P, axis=(1, 0, 0), displacement=push)]
+    sc = b.scenario(bodies, gravity=(0, 0, -G), joints=joints, end=1.0, step=1e-3, interval=0.01)
+    res = _run(sc)
+    assert res.status == "failed"
+    assert "joints 'O', 'A', 'P', 'slide' are nearly dependent" in res.message and "dead point" in res.message
+    model = Model(sc)
+    assert lock_up(model, model.r0, model.q0, model.v0, model.w0) == ""
