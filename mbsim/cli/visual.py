@@ -40,7 +40,12 @@ examples:
 ANIMATE_EPILOG = """Bodies are drawn as the uniform boxes with their mass and inertia, with their
 axes (x red, y green, z blue); fixed bodies and world as small grey cubes;
 springs as coils, dampers as cylinders with a rod, torsional dampers as arcs
-about their joint axis around body B. The view and its limits stay fixed.
+about their joint axis around body B; joints at their point: a hinge as a
+short thick line along its axis, a slider as its rail with a carriage, a
+cylindrical joint as rail and sleeve, a universal joint as the cross of its
+axes, a planar joint as a square in its plane, a ball joint as a round
+marker, a lock as a square one, a distance joint as a rod. The view and its
+limits stay fixed.
 An existing file is replaced. No display is needed.
 
 exit codes: 0 written, 2 missing or unreadable result, bad options, an

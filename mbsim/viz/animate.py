@@ -1,5 +1,5 @@
 """3D animation of a stored trajectory: bodies as boxes with their axes, connectors as
-springs, dashpots and arcs, and a clock.
+springs, dashpots and arcs, joints as axes, rails and balls, and a clock.
 
 Each moving body is drawn as the uniform box with its mass and inertia
 (:func:`mbsim.viz.geometry.box_shapes`) and its body axes (x red, y green, z
@@ -7,7 +7,15 @@ blue); fixed bodies, and ``world`` where a connector uses it, as small grey
 cubes.  A spring is a coil between its current insertion points, a damper a
 cylinder with a piston rod, a torsional damper an arc about its joint axis
 around body B's centre, starting along B's x axis so that it turns with B.
-The view is fixed over the whole animation (limits from the whole trajectory,
+Joints (:func:`mbsim.viz.geometry.joint_geometry`: points and axes from the
+scenario the file carries) are drawn at their point as carried by body B: a
+hinge (revolute) as a short thick line along its axis, a slider (prismatic)
+as its rail -- a thin line along the axis fixed in A, as long as B's travel
+over the run -- with a short thick carriage, a cylindrical joint as both a
+rail and a thick sleeve, a universal joint as a cross of its two axes, a
+planar joint as a square in its plane, a ball (spherical) joint as a round
+marker, a lock as a square marker, a distance joint as a thin rod between
+its two points.  The view is fixed over the whole animation (limits from the whole trajectory,
 one scale on all three axes).
 
 Built on :class:`matplotlib.animation.FuncAnimation` without ``pyplot``: GIF
@@ -37,6 +45,7 @@ FORMATS = (".gif", ".mp4")
 SPRING_COLOR = "#b8860b"
 DAMPER_COLOR, ROD_COLOR = "#5f6b7a", "#2b2b2b"
 TORSION_COLOR = "tab:purple"
+JOINT_COLOR = "#0a7f86"  # teal: apart from the body axes, springs, dampers and torsional dampers
 AXIS_COLORS = ("#d62728", "#2ca02c", "#1f77b4")  # body x, y, z
 FIXED_COLOR = "0.55"
 
@@ -93,6 +102,8 @@ class Scene:
         self.pos, self.R = geo.body_poses(traj)  # world appended as the last body
         self.geom = geo.connector_geometry(traj, sc)
         self.types = list(traj["connectors/type"])
+        self.jgeom = geo.joint_geometry(traj, sc)
+        self.jtypes = list(traj.get("joints/type", ()))
         B = len(traj["bodies/name"])
         fixed = np.asarray(traj["bodies/fixed"], dtype=bool)
         edges, self.box_axes = geo.box_shapes(traj, sc)
@@ -101,7 +112,10 @@ class Scene:
         pts = [self.pos[:, :B].reshape(-1, 3)] if B else []
         if len(self.types):
             pts.append(self.geom.points.reshape(-1, 3))
-        uses_world = B in set(self.geom.body_a) | set(self.geom.body_b)
+        if len(self.jtypes):
+            pts.append(self.jgeom.points.reshape(-1, 3))
+        uses_world = B in set(self.geom.body_a) | set(self.geom.body_b) | set(self.jgeom.body_a) | set(
+            self.jgeom.body_b)
         if uses_world:
             pts.append(np.zeros((1, 3)))
         pts = np.concatenate(pts)
@@ -176,6 +190,7 @@ class Scene:
         self.arc_lines = Line3DCollection([], colors=TORSION_COLOR, linewidths=2.0 * thin)
         for lc in (self.coil_lines, self.cylinders, self.rods, self.arc_lines):
             ax.add_collection3d(lc, autolim=False)
+        self._joint_artists(edges, marker, thin)
 
         # Clock, title and key.
         name = traj.get("attrs", {}).get("scenario_name") or "mbsim result"
@@ -188,6 +203,7 @@ class Scene:
             key.append(Line2D([], [], color=DAMPER_COLOR, lw=5, label="damper"))
         if len(self.torsion):
             key.append(Line2D([], [], color=TORSION_COLOR, lw=2, label="torsional damper"))
+        key += self.joint_key
         if anchors:
             key.append(Line2D([], [], color=FIXED_COLOR, marker="s", ls="", label="fixed"))
         fig.legend(handles=key, loc="upper center", ncol=len(key), fontsize=8, frameon=False,
@@ -217,9 +233,80 @@ class Scene:
             b = g.body_b[self.torsion]
             self.arc_lines.set_segments(geo.arcs(self.pos[k, b], g.axis[k, self.torsion], self.R[k, b][:, :, 0],
                                                  self.arc_radius))
+        if len(self.jtypes):
+            self._update_joints(k)
         self.clock.set_text(f"t = {self.time[k]:.3f} s")
         return [self.boxes, *self.axes_lines, self.coil_lines, self.cylinders, self.rods, self.arc_lines,
-                self.clock]
+                self.joint_thick, self.joint_thin, self.joint_balls, self.joint_locks, self.clock]
+
+    # ---- joints ------------------------------------------------------------
+    def _joint_artists(self, edges, marker, thin):
+        """The joints' artists, which of them each kind uses, its glyph size and the rails' extents."""
+        g, ax = self.jgeom, self.ax
+        kinds = np.array(self.jtypes, dtype=object)
+        drawn = g.has_points  # a joint the stored scenario does not describe has no place to be drawn
+        self.j = {k: np.flatnonzero((kinds == k) & drawn) for k in geo.JOINT_TYPE_IDS}
+        # glyph half-length: most of the larger box of its two bodies (world and fixed bodies: a marker)
+        B = len(edges)
+        size = np.where(np.arange(B + 1) < B, np.append(np.nanmax(edges, axis=1), marker) if B else marker, marker)
+        self.joint_half = 0.6 * np.maximum(size[g.body_a], size[g.body_b]) if len(kinds) else np.zeros(0)
+        # a rail spans the travel of B's point along the axis over the whole run, and a glyph beyond
+        rails = np.concatenate([self.j["prismatic"], self.j["cylindrical"]])
+        travel = np.einsum("tjk,tjk->tj", g.points[:, rails, 1] - g.points[:, rails, 0], g.axis[:, rails])
+        self.rails = rails
+        self.rail_span = np.stack([travel.min(axis=0), travel.max(axis=0)], axis=1) if len(rails) else np.zeros((0, 2))
+        self.joint_thick = Line3DCollection([], colors=JOINT_COLOR, linewidths=4.0 * thin)
+        self.joint_thin = Line3DCollection([], colors=JOINT_COLOR, linewidths=1.3 * thin)
+        for lc in (self.joint_thick, self.joint_thin):
+            ax.add_collection3d(lc, autolim=False)
+        self.joint_balls, = ax.plot([], [], [], ls="", marker="o", ms=7 * thin, color=JOINT_COLOR)
+        self.joint_locks, = ax.plot([], [], [], ls="", marker="s", ms=7 * thin, color=JOINT_COLOR)
+        present = {k for k, v in self.j.items() if len(v)}
+        self.joint_key = []
+        axes = [w for k, w in (("revolute", "hinge"), ("cylindrical", "sleeve"), ("prismatic", "carriage"),
+                               ("universal", "cross")) if k in present]
+        if axes:
+            self.joint_key.append(Line2D([], [], color=JOINT_COLOR, lw=4, label=" / ".join(axes)))
+        lines = [w for k, w in (("prismatic", "rail"), ("cylindrical", "rail"), ("planar", "plane"),
+                                ("distance", "rod")) if k in present]
+        if lines:
+            self.joint_key.append(Line2D([], [], color=JOINT_COLOR, lw=1.3, label=" / ".join(dict.fromkeys(lines))))
+        if "spherical" in present or "distance" in present:
+            self.joint_key.append(Line2D([], [], color=JOINT_COLOR, marker="o", ls="", label="ball joint"))
+        if "lock" in present:
+            self.joint_key.append(Line2D([], [], color=JOINT_COLOR, marker="s", ls="", label="lock"))
+
+    def joint_segments(self, k: int):
+        """Thick and thin segments ``(N, 2, 3)`` and ball and lock marker positions ``(M, 3)`` of the
+        joints at stored frame ``k`` (see the module docstring for what each kind looks like)."""
+        g, j, h = self.jgeom, self.j, self.joint_half
+        pa, pb, n, nb = g.points[k, :, 0], g.points[k, :, 1], g.axis[k], g.axis_b[k]
+
+        def along(idx, centre, direction, scale=1.0):
+            d = (scale * h[idx])[:, None] * direction[idx]
+            return np.stack([centre[idx] - d, centre[idx] + d], axis=1)
+
+        thick = [along(j["revolute"], pb, n), along(j["cylindrical"], pb, n, 0.5),
+                 along(j["prismatic"], pb, n, 0.5), along(j["universal"], pb, n), along(j["universal"], pb, nb)]
+        r = self.rails
+        lo = (self.rail_span[:, 0] - h[r])[:, None] * n[r]
+        hi = (self.rail_span[:, 1] + h[r])[:, None] * n[r]
+        thin = [np.stack([pa[r] + lo, pa[r] + hi], axis=1), np.stack([pa[j["distance"]], pb[j["distance"]]], axis=1)]
+        p = j["planar"]
+        if len(p):
+            u = h[p, None] * g.perp[k, p]
+            w = np.cross(n[p], u)
+            c = pb[p][:, None, :] + np.stack([u + w, -u + w, -u - w, u - w], axis=1)  # (P, 4, 3) corners
+            thin.append(np.stack([c, np.roll(c, -1, axis=1)], axis=2).reshape(-1, 2, 3))
+        balls = np.concatenate([pb[j["spherical"]], pa[j["distance"]], pb[j["distance"]]])
+        return (np.concatenate(thick), np.concatenate(thin), balls, pb[j["lock"]])
+
+    def _update_joints(self, k: int):
+        thick, thin, balls, locks = self.joint_segments(k)
+        self.joint_thick.set_segments(thick)
+        self.joint_thin.set_segments(thin)
+        self.joint_balls.set_data_3d(balls[:, 0], balls[:, 1], balls[:, 2])
+        self.joint_locks.set_data_3d(locks[:, 0], locks[:, 1], locks[:, 2])
 
 
 def animate(traj: dict, path, *, fps: float = DEFAULT_FPS, every: Optional[int] = None, elev: float = 20.0,

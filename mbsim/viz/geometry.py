@@ -1,15 +1,17 @@
 """Where things are in a stored trajectory: body frames, connector insertion points,
-torsional-damper axes and the boxes that stand for the bodies.  Pure numpy.
+torsional-damper axes, joint points and axes, and the boxes that stand for the
+bodies.  Pure numpy.
 
-A result file (OUTPUT.md) stores body poses, not connector geometry; the
-insertion points are in the scenario text it carries (``/scenario``).  Each
-point X given at t = 0 is fixed in its body, so with the body's initial pose
-(r0, Λ0) its material arm is Z = Λ0ᵀ (X − r0) and at any later frame it is at
-x = r + Λ Z.  The body ``world`` (not stored) is the origin with identity
-orientation.
+A result file (OUTPUT.md) stores body poses, not connector or joint geometry;
+the insertion points, joint points and axes are in the scenario text it carries
+(``/scenario``), read back with mbsim's own scenario loader.  Each point X
+given at t = 0 is fixed in its body, so with the body's initial pose (r0, Λ0)
+its material arm is Z = Λ0ᵀ (X − r0) and at any later frame it is at
+x = r + Λ Z; a direction n given at t = 0 is at Λ Λ0ᵀ n.  The body ``world``
+(not stored) is the origin with identity orientation.
 
 Every function takes the dictionary of :func:`mbsim.io.reader.read_trajectory`
-and works on all frames, bodies and connectors at once.
+and works on all frames, bodies, connectors and joints at once.
 """
 from __future__ import annotations
 
@@ -27,6 +29,13 @@ _PER_FRAME = ("time", "bodies/position", "bodies/orientation", "connectors/force
 
 CONNECTOR_TYPE_IDS = {"spring": 1, "damper": 2, "torsional_damper": 3}
 """Numeric connector type for formats without strings (VTK cell data); 0 is a body, 9 a type not listed."""
+
+JOINT_TYPE_IDS = {"spherical": 11, "revolute": 12, "prismatic": 13, "cylindrical": 14, "planar": 15,
+                  "universal": 16, "lock": 17, "distance": 18}
+"""Numeric joint type for the same formats; 19 a joint type not listed."""
+
+AXIS_JOINTS = ("revolute", "prismatic", "cylindrical", "planar", "universal")
+"""Joint types with an axis (a universal joint: two, ``axes[0]`` fixed in A and ``axes[1]`` in B)."""
 
 
 def frame_count(traj: dict) -> int:
@@ -96,10 +105,10 @@ def _initial_poses(traj: dict, sc: Optional[Scenario]):
     return r0, R0
 
 
-def _connector_ends(traj: dict):
+def _connector_ends(traj: dict, group: str = "connectors"):
     index = body_index(traj)
-    ia = np.array([index.get(n, index[WORLD]) for n in traj["connectors/body_a"]], dtype=int)
-    ib = np.array([index.get(n, index[WORLD]) for n in traj["connectors/body_b"]], dtype=int)
+    ia = np.array([index.get(n, index[WORLD]) for n in traj.get(f"{group}/body_a", ())], dtype=int)
+    ib = np.array([index.get(n, index[WORLD]) for n in traj.get(f"{group}/body_b", ())], dtype=int)
     return ia, ib
 
 
@@ -165,6 +174,85 @@ def connector_geometry(traj: dict, sc: Optional[Scenario] = None) -> ConnectorGe
     pts = pos[:, ends] + np.einsum("tckij,ckj->tcki", R[:, ends], arms)
     axis = np.einsum("tcij,cj->tci", R[:, ia], n_mat) if C else np.zeros((T, 0, 3))
     return ConnectorGeometry(points=pts, has_points=has, axis=axis, body_a=ia, body_b=ib)
+
+
+@dataclass(frozen=True)
+class JointGeometry:
+    """Where each joint is, frame by frame (J joints, 0 for a result without joints).
+
+    Attributes
+    ----------
+    points : (T, J, 2, 3)
+        The joint's point as carried by body A and by body B [m] (they
+        coincide while the joint holds: they differ by its position error);
+        for a ``distance`` joint, A's point and B's point.  Where the
+        scenario text cannot be read, the centres of A and B.
+    has_points : (J,) bool
+        True where ``points`` (and the axes) come from the scenario.
+    axis : (T, J, 3)
+        The joint's unit axis carried by body A (a universal joint's
+        ``axes[0]``); NaN for joints without an axis.
+    axis_b : (T, J, 3)
+        The same axis carried by body B (a universal joint's ``axes[1]``);
+        NaN for joints without an axis.
+    perp : (T, J, 3)
+        A unit vector perpendicular to ``axis`` at t = 0, carried by A (with
+        ``axis`` and their cross product a frame of A, e.g. for drawing a
+        planar joint's plane); NaN for joints without an axis.
+    body_a, body_b : (J,) int
+        Indices into the :func:`body_poses` arrays (world = B).
+    """
+
+    points: np.ndarray
+    has_points: np.ndarray
+    axis: np.ndarray
+    axis_b: np.ndarray
+    perp: np.ndarray
+    body_a: np.ndarray
+    body_b: np.ndarray
+
+
+def joint_geometry(traj: dict, sc: Optional[Scenario] = None) -> JointGeometry:
+    """Points and axes of every joint in every frame, from the joints of the stored scenario.
+
+    ``sc`` defaults to :func:`scenario_of` ``(traj)``.  A joint the scenario
+    does not hold (or a scenario that cannot be read) has ``has_points``
+    False: its points are the centres of its bodies and its axes NaN.
+    """
+    if sc is None:
+        sc = scenario_of(traj)
+    pos, R = body_poses(traj)
+    T = pos.shape[0]
+    ia, ib = _connector_ends(traj, "joints")
+    J = len(ia)
+    r0, R0 = _initial_poses(traj, sc)
+
+    arms = np.zeros((J, 2, 3))  # material arms of the points in A and B
+    has = np.zeros(J, dtype=bool)
+    n_mat = np.full((J, 3, 3), np.nan)  # per joint: axis in A, axis in B, perpendicular in A (material)
+    specs = {j.name: j for j in getattr(sc, "joints", ())} if sc is not None else {}
+    for i, name in enumerate(traj.get("joints/name", ())):
+        j = specs.get(name)
+        if j is None:
+            continue
+        X = np.asarray(j.points if j.type == "distance" else [j.point, j.point], dtype=float)
+        arms[i] = [R0[e].T @ (X[k] - r0[e]) for k, e in enumerate((ia[i], ib[i]))]
+        has[i] = True
+        if j.type in AXIS_JOINTS:
+            na, nb = (np.asarray(j.axes, dtype=float) if j.type == "universal"
+                      else np.asarray([j.axis, j.axis], dtype=float))
+            perp, _ = _perpendiculars(na[None, :])
+            n_mat[i] = [R0[ia[i]].T @ na, R0[ib[i]].T @ nb, R0[ia[i]].T @ perp[0]]
+
+    ends = np.stack([ia, ib], axis=1)  # (J, 2)
+    pts = pos[:, ends] + np.einsum("tjkab,jkb->tjka", R[:, ends], arms)
+    if J:
+        axis = np.einsum("tjab,jb->tja", R[:, ia], n_mat[:, 0])
+        axis_b = np.einsum("tjab,jb->tja", R[:, ib], n_mat[:, 1])
+        perp = np.einsum("tjab,jb->tja", R[:, ia], n_mat[:, 2])
+    else:
+        axis = axis_b = perp = np.zeros((T, 0, 3))
+    return JointGeometry(points=pts, has_points=has, axis=axis, axis_b=axis_b, perp=perp, body_a=ia, body_b=ib)
 
 
 def box_shapes(traj: dict, sc: Optional[Scenario] = None):

@@ -295,3 +295,89 @@ def test_plot_joints_of_a_result_without_joints_says_so(flight_file, tmp_path, c
     assert "no joints" in [t.get_text() for ax in fig.axes for t in ax.texts]
     assert main(["plot", str(flight_file), "--what", "joints", "--joints", "pin", "-o", str(png)]) == 2
     assert "this result has no joints" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------
+# mbsim animate: the joints' geometry from the stored scenario
+
+def test_joint_geometry_follows_the_constraints_the_solver_enforced(traj, raw):
+    """Points and axes carried from the scenario's t = 0 pose by body A and by body B must obey
+    each joint as the solver kept it closed, in every frame."""
+    from mbsim.viz.geometry import joint_geometry
+    g = joint_geometry(traj)
+    assert g.has_points.all() and g.points.shape == (FRAMES, 8, 2, 3)
+    pa, pb = g.points[:, :, 0], g.points[:, :, 1]
+    gap = pb - pa
+    # coincident points: revolute, spherical, universal, lock (to their stored position error)
+    for i in (0, 1, 5, 6):
+        np.testing.assert_allclose(np.linalg.norm(gap[:, i], axis=-1), raw["position_error"][:, i], atol=1e-12)
+    # slider and sleeve: B's point moves along the axis only; the puck's in the plane only
+    for i in (2, 3):
+        np.testing.assert_allclose(np.cross(gap[:, i], g.axis[:, i]), 0.0, atol=1e-12)
+        assert np.abs(gap[-1, i]).max() > 1e-3  # and it did move
+    np.testing.assert_allclose(np.einsum("tk,tk->t", gap[:, 4], g.axis[:, 4]), 0.0, atol=1e-12)
+    # distance: the length given at t = 0, 0.5 m
+    np.testing.assert_allclose(np.linalg.norm(gap[:, 7], axis=-1), 0.5, rtol=1e-12)
+    # axes: carried by A and by B they stay the same line (revolute, prismatic, cylindrical, planar),
+    # the universal joint's two stay perpendicular; the hinge on world keeps its world axis y
+    for i in (0, 2, 3, 4):
+        np.testing.assert_allclose(g.axis[:, i], g.axis_b[:, i], atol=1e-12)
+    np.testing.assert_allclose(np.einsum("tk,tk->t", g.axis[:, 5], g.axis_b[:, 5]), 0.0, atol=1e-12)
+    np.testing.assert_allclose(g.axis[:, 0], np.broadcast_to([0.0, 1.0, 0.0], (FRAMES, 3)), atol=1e-15)
+    np.testing.assert_allclose(np.einsum("tk,tk->t", g.axis[:, 4], g.perp[:, 4]), 0.0, atol=1e-12)
+    assert np.isnan(g.axis[:, [1, 6, 7]]).all()  # ball, lock, distance have no axis
+    # the hinge's point on the arm stays at the world origin
+    np.testing.assert_allclose(pb[:, 0], 0.0, atol=1e-12)
+
+
+def test_joint_geometry_without_a_readable_scenario(traj):
+    from mbsim.viz.geometry import body_poses, joint_geometry
+    broken = dict(traj, scenario="not: [a scenario")
+    g = joint_geometry(broken)
+    assert not g.has_points.any() and np.isnan(g.axis).all()
+    pos, _ = body_poses(traj)
+    np.testing.assert_array_equal(g.points[:, 2, 1], pos[:, 2])  # the slider's centre
+    # and a result without joints has none
+    assert joint_geometry({k: v for k, v in traj.items() if not k.startswith("joints/")}).points.shape == (FRAMES, 0, 2, 3)
+
+
+def test_animation_draws_each_joint_at_its_place(traj):
+    pytest.importorskip("matplotlib")
+    from mbsim.viz.animate import Scene
+    from mbsim.viz.geometry import joint_geometry
+    g = joint_geometry(traj)
+    scene = Scene(traj, size=(400, 300))
+    k = FRAMES - 1
+    scene.update(k)
+    thick, thin, balls, locks = scene.joint_segments(k)
+    h = scene.joint_half
+    pb, n = g.points[k, :, 1], g.axis[k]
+    # the hinge: a thick line through its point along its axis, as drawn
+    np.testing.assert_allclose(thick[0], [pb[0] - h[0] * n[0], pb[0] + h[0] * n[0]], atol=1e-15)
+    # thick: hinge, sleeve, carriage, the universal's two axes; thin: two rails, the rod, the plane's 4 edges
+    assert len(thick) == 5 and len(thin) == 2 + 1 + 4
+    # the slider's rail lies along the axis through A's point and covers B's point in every frame
+    rail = thin[0]
+    pa2 = g.points[k, 2, 0]
+    np.testing.assert_allclose(np.cross(rail - pa2, n[2]), 0.0, atol=1e-12)
+    s = np.sort((rail - pa2) @ n[2])
+    travel = np.einsum("tk,tk->t", g.points[:, 2, 1] - g.points[:, 2, 0], g.axis[:, 2])
+    assert s[0] < travel.min() and travel.max() < s[1]
+    # the rod joins the distance joint's two points; balls: the spherical joint and the rod's ends
+    np.testing.assert_allclose(thin[2], g.points[k, 7], atol=1e-15)
+    np.testing.assert_allclose(balls, [pb[1], g.points[k, 7, 0], g.points[k, 7, 1]], atol=1e-15)
+    np.testing.assert_allclose(locks, [pb[6]], atol=1e-15)
+    x, y, z = scene.joint_balls.get_data_3d()
+    np.testing.assert_allclose(np.stack([x, y, z], axis=1), balls)
+    labels = [t.get_text() for t in scene.fig.legends[0].get_texts()]
+    assert "hinge / sleeve / carriage / cross" in labels and "ball joint" in labels and "lock" in labels
+
+
+def test_animate_a_result_with_joints(result, tmp_path, capsys):
+    pytest.importorskip("matplotlib")
+    Image = pytest.importorskip("PIL.Image")
+    gif = tmp_path / "mech.gif"
+    assert main(["animate", str(result), "-o", str(gif), "--every", "10", "--size", "320x240"]) == 0
+    with Image.open(gif) as im:
+        assert im.size == (320, 240) and im.n_frames == 3  # frames 0, 10, 20
+    assert f"wrote {gif} (3 frames" in capsys.readouterr().out
