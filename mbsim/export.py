@@ -4,7 +4,7 @@ time series (VTK).
 Both take the dictionary of :func:`mbsim.io.reader.read_trajectory` and a
 directory (created if needed; files of the same names in it are replaced).
 
-CSV (:func:`export_csv`): three tidy tables, one observation per row, a
+CSV (:func:`export_csv`): three tidy tables (four with joints), one observation per row, a
 single header row and nothing else, so ``pandas.read_csv``,
 ``numpy.genfromtxt(names=True)`` or a spreadsheet read them as they are.
 Each column name ends in its unit (``x_m``, ``vx_m_s``, ``fx_N``,
@@ -23,7 +23,12 @@ exactly; a missing value (the length of a torsional damper) is ``nan``.
   ``length_m``;
 - ``energy.csv``: one row per frame, ``t_s, kinetic_J, potential_J,
   dissipated_J, external_work_J, balance_J`` with balance = kinetic +
-  potential + dissipated − external work (constant for the exact motion).
+  potential + dissipated − external work (constant for the exact motion);
+- ``joints.csv``, only for a result with joints (as its file has a
+  ``/joints`` group only then): one row per frame × joint, ``t_s, joint,
+  type, fx_N … fz_N`` (reaction force on body A, drive force included),
+  ``mx_N_m … mz_N_m`` (reaction moment on A about the joint's point),
+  ``position_error_m, angle_error_rad`` (constraint errors).
 
 VTK (:func:`export_vtk`): one ``.vtu`` file per frame written by meshio, and a
 ParaView collection ``.pvd`` that lists them with their times (open the
@@ -31,16 +36,26 @@ ParaView collection ``.pvd`` that lists them with their times (open the
 
 - points: the B body centres (scenario order), then for each connector the
   point on A and the point on B (torsional dampers, which have no points:
-  the centres of A and B; ``world`` is the origin);
-- cells: one ``vertex`` per body, then one ``line`` per connector;
+  the centres of A and B; ``world`` is the origin), then for each joint its
+  point as carried by A and as carried by B (they coincide while the joint
+  holds; a distance joint: its two points);
+- cells: one ``vertex`` per body, then one ``line`` per connector and one
+  per joint (connectors first);
 - point data: ``axis_x``, ``axis_y``, ``axis_z`` (the body's unit axes in the
   world, at body centres; zero at connector ends), ``velocity`` (of the
   centre, or of the material point at a connector end), ``body_id`` (index
   of the body the point belongs to, −1 for world);
 - cell data: ``force`` and ``moment`` (vectors on body A, zero for body
-  cells), ``force_magnitude``, ``moment_magnitude``, ``type_id`` (0 body,
-  1 spring, 2 damper, 3 torsional damper, 9 other) and ``index`` (body or
-  connector index in scenario order).
+  cells; a joint's reaction, its moment about the joint's point),
+  ``force_magnitude``, ``moment_magnitude``, ``type_id`` (0 body,
+  1 spring, 2 damper, 3 torsional damper, 9 other connector, 11 spherical,
+  12 revolute, 13 prismatic, 14 cylindrical, 15 planar, 16 universal,
+  17 lock, 18 distance, 19 other joint) and ``index`` (body, connector or
+  joint index in scenario order);
+- with joints also the point data ``joint_axis`` (a joint's unit axis at
+  its two points, carried by A and by B; zero elsewhere and for joints
+  without an axis) and the cell data ``position_error`` and
+  ``angle_error`` (the joint's constraint errors; zero for other cells).
 
 The VTK export needs meshio (``pip install 'mbsim[vtk]'``).
 """
@@ -63,6 +78,8 @@ BODY_COLUMNS = ("t_s", "body", "x_m", "y_m", "z_m", "qw", "qx", "qy", "qz",
 CONNECTOR_COLUMNS = ("t_s", "connector", "type", "fx_N", "fy_N", "fz_N", "mx_N_m", "my_N_m", "mz_N_m",
                      "length_m")
 ENERGY_COLUMNS = ("t_s", "kinetic_J", "potential_J", "dissipated_J", "external_work_J", "balance_J")
+JOINT_COLUMNS = ("t_s", "joint", "type", "fx_N", "fy_N", "fz_N", "mx_N_m", "my_N_m", "mz_N_m", "position_error_m",
+                 "angle_error_rad")
 
 _BODY_DATA = ("bodies/position", "bodies/orientation", "bodies/velocity", "bodies/angular_velocity",
               "bodies/acceleration", "bodies/angular_acceleration")
@@ -87,7 +104,8 @@ def _table(path: Path, header, names, time, values) -> None:
 
 
 def export_csv(traj: dict, directory, every: int = 1) -> dict:
-    """Write ``bodies.csv``, ``connectors.csv`` and ``energy.csv`` (see the module docstring).
+    """Write ``bodies.csv``, ``connectors.csv``, ``energy.csv`` and, with joints, ``joints.csv``
+    (see the module docstring).
 
     Parameters
     ----------
@@ -101,7 +119,8 @@ def export_csv(traj: dict, directory, every: int = 1) -> dict:
     Returns
     -------
     dict
-        ``{"bodies": path, "connectors": path, "energy": path}``.
+        ``{"bodies": path, "connectors": path, "energy": path}``, and ``"joints": path`` when the
+        result has joints.
     """
     d = _directory(directory)
     k = geo.frame_indices(traj, every)
@@ -121,7 +140,18 @@ def export_csv(traj: dict, directory, every: int = 1) -> dict:
     e = [np.asarray(traj[f"energy/{q}"], dtype=float)[k] for q in _ENERGY]
     energy = np.stack([*e, energy_balance(*e)], axis=-1)[:, None, :]
     _table(d / "energy.csv", ENERGY_COLUMNS, [()], t, energy)
-    return {"bodies": d / "bodies.csv", "connectors": d / "connectors.csv", "energy": d / "energy.csv"}
+    paths = {"bodies": d / "bodies.csv", "connectors": d / "connectors.csv", "energy": d / "energy.csv"}
+
+    J = len(traj.get("joints/name", ()))
+    if J:
+        joints = np.concatenate([np.asarray(traj["joints/force"], dtype=float)[k].reshape(len(k), J, 3),
+                                 np.asarray(traj["joints/moment"], dtype=float)[k].reshape(len(k), J, 3),
+                                 np.asarray(traj["joints/position_error"], dtype=float)[k].reshape(len(k), J, 1),
+                                 np.asarray(traj["joints/angle_error"], dtype=float)[k].reshape(len(k), J, 1)],
+                                axis=-1)
+        _table(d / "joints.csv", JOINT_COLUMNS, list(zip(traj["joints/name"], traj["joints/type"])), t, joints)
+        paths["joints"] = d / "joints.csv"
+    return paths
 
 
 def vtk_frames(traj: dict, every: int = 1):
@@ -137,26 +167,43 @@ def vtk_frames(traj: dict, every: int = 1):
     omega = np.zeros((T, B + 1, 3))
     vel[:, :B] = np.asarray(traj["bodies/velocity"], dtype=float)[:T]
     omega[:, :B] = np.asarray(traj["bodies/angular_velocity"], dtype=float)[:T]
-    force = np.asarray(traj["connectors/force"], dtype=float)[:T].reshape(T, C, 3)
-    moment = np.asarray(traj["connectors/moment"], dtype=float)[:T].reshape(T, C, 3)
-    type_id = np.array([geo.CONNECTOR_TYPE_IDS.get(x, 9) for x in traj["connectors/type"]], dtype=np.int32)
+    J = len(traj.get("joints/name", ()))
+    jg = geo.joint_geometry(traj)
+    # lines: the connectors, then the joints (one cell block; `type_id` tells them apart)
+    L = C + J
+    force = np.concatenate([np.asarray(traj["connectors/force"], dtype=float)[:T].reshape(T, C, 3),
+                            np.asarray(traj["joints/force"], dtype=float)[:T].reshape(T, J, 3) if J
+                            else np.zeros((T, 0, 3))], axis=1)
+    moment = np.concatenate([np.asarray(traj["connectors/moment"], dtype=float)[:T].reshape(T, C, 3),
+                             np.asarray(traj["joints/moment"], dtype=float)[:T].reshape(T, J, 3) if J
+                             else np.zeros((T, 0, 3))], axis=1)
+    type_id = np.array([geo.CONNECTOR_TYPE_IDS.get(x, 9) for x in traj["connectors/type"]]
+                       + [geo.JOINT_TYPE_IDS.get(x, 19) for x in traj.get("joints/type", ())], dtype=np.int32)
+    index = np.concatenate([np.arange(C), np.arange(J)]).astype(np.int32)
+    line_points = np.concatenate([g.points, jg.points], axis=1)  # (T, L, 2, 3)
 
-    ends = np.stack([g.body_a, g.body_b], axis=1).reshape(-1)  # (2C,) body of each connector end
+    ends = np.stack([np.concatenate([g.body_a, jg.body_a]), np.concatenate([g.body_b, jg.body_b])],
+                    axis=1).reshape(-1).astype(int)  # (2L,) body of each line end
     body_id = np.concatenate([np.arange(B), np.where(ends == B, -1, ends)]).astype(np.int32)
     cells = [("vertex", np.arange(B, dtype=np.int64)[:, None])]
-    if C:
-        cells.append(("line", B + np.arange(2 * C, dtype=np.int64).reshape(C, 2)))
+    if L:
+        cells.append(("line", B + np.arange(2 * L, dtype=np.int64).reshape(L, 2)))
     zeros_b = np.zeros((B, 3))
+    if J:
+        # a joint's axis at both of its points (as carried by A and by B), zero where there is none
+        axes = np.nan_to_num(np.stack([jg.axis, jg.axis_b], axis=2))  # (T, J, 2, 3)
+        errors = {e: np.concatenate([np.zeros((T, C)), np.asarray(traj[f"joints/{e}"], dtype=float)[:T]], axis=1)
+                  for e in ("position_error", "angle_error")}
 
-    def per_cell(body_part, connector_part):
-        return [body_part, connector_part] if C else [body_part]
+    def per_cell(body_part, line_part):
+        return [body_part, line_part] if L else [body_part]
 
     for k in k_all:
-        x_ends = g.points[k].reshape(-1, 3)
+        x_ends = line_points[k].reshape(-1, 3)
         points = np.concatenate([pos[k, :B], x_ends])
-        # velocity of the material point at each connector end: v + ω × (x − r)
+        # velocity of the material point at each line end: v + ω × (x − r)
         v_ends = vel[k, ends] + np.cross(omega[k, ends], x_ends - pos[k, ends])
-        point_data = {f"axis_{a}": np.concatenate([R[k, :B, :, j], np.zeros((2 * C, 3))])
+        point_data = {f"axis_{a}": np.concatenate([R[k, :B, :, j], np.zeros((2 * L, 3))])
                       for j, a in enumerate("xyz")}
         point_data["velocity"] = np.concatenate([vel[k, :B], v_ends])
         point_data["body_id"] = body_id
@@ -167,8 +214,12 @@ def vtk_frames(traj: dict, every: int = 1):
             "force_magnitude": per_cell(np.zeros(B), np.linalg.norm(f, axis=-1)),
             "moment_magnitude": per_cell(np.zeros(B), np.linalg.norm(m, axis=-1)),
             "type_id": per_cell(np.zeros(B, dtype=np.int32), type_id),
-            "index": per_cell(np.arange(B, dtype=np.int32), np.arange(C, dtype=np.int32)),
+            "index": per_cell(np.arange(B, dtype=np.int32), index),
         }
+        if J:
+            point_data["joint_axis"] = np.concatenate([np.zeros((B + 2 * C, 3)), axes[k].reshape(-1, 3)])
+            for e, v in errors.items():
+                cell_data[e] = per_cell(np.zeros(B), v[k])
         yield int(k), float(traj["time"][k]), meshio.Mesh(points, cells, point_data=point_data,
                                                            cell_data=cell_data)
 

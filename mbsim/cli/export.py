@@ -8,14 +8,17 @@ from ._util import EXIT_INVALID, EXIT_OK, _count, _err, _out
 from .visual import _every_arg, load, need
 
 EXPORT_EPILOG = """CSV (--csv DIR): bodies.csv (one row per frame x body), connectors.csv (one row
-per frame x connector), energy.csv (one row per frame). One header row whose
+per frame x connector), energy.csv (one row per frame), and for a result with
+joints joints.csv (one row per frame x joint: reaction force and moment on
+body A, position and angle errors). One header row whose
 column names end in the unit (x_m, vx_m_s, fx_N, mx_N_m, kinetic_J; no
 suffix: dimensionless), numbers exact to the last bit, nan where a value does
 not exist; pandas.read_csv reads them as they are.
 
 VTK (--vtk DIR): RESULT_000000.vtu ... (one per frame, written with meshio:
-body centres as vertices with their axes and velocity, connectors as lines
-with force and moment) and RESULT.pvd, the time series to open in ParaView.
+body centres as vertices with their axes and velocity, connectors and joints
+as lines with force and moment, joints with their axis and constraint errors)
+and RESULT.pvd, the time series to open in ParaView.
 Needs meshio (pip install 'mbsim[vtk]').
 
 Directories are created if needed; files of the same names are replaced.
@@ -36,10 +39,11 @@ def register(sub, common, fmt) -> None:
                        help="export a result as CSV tables or a ParaView (VTK) time series",
                        description="Export a trajectory file written by `mbsim run`: tidy CSV tables "
                                    "(--csv) and/or a ParaView time series of body frames and connector "
-                                   "lines (--vtk). Give at least one of them.",
+                                   "and joint lines (--vtk). Give at least one of them.",
                        epilog=EXPORT_EPILOG)
     e.add_argument("result", metavar="RESULT", help="result file (.h5)")
-    e.add_argument("--csv", metavar="DIR", help="write bodies.csv, connectors.csv and energy.csv into DIR")
+    e.add_argument("--csv", metavar="DIR", help="write bodies.csv, connectors.csv, energy.csv (and joints.csv "
+                                                "with joints) into DIR")
     e.add_argument("--vtk", metavar="DIR", help="write one .vtu per frame and a .pvd collection into DIR")
     e.add_argument("--every", type=_every_arg, default=1, metavar="N",
                    help="keep every N-th stored frame: 0, N, 2N, ... (default 1: all)")
@@ -64,8 +68,10 @@ def _cmd_export(args) -> int:
             paths = export.export_csv(traj, args.csv, every=args.every)
             if not args.quiet:
                 B, C = len(traj["bodies/name"]), len(traj["connectors/name"])
+                J = len(traj.get("joints/name", ()))
+                joints = f", {paths['joints'].name} ({n * J} rows)" if "joints" in paths else ""
                 _out(f"wrote {_count(n, 'frame')} to {args.csv}: {paths['bodies'].name} ({n * B} rows), "
-                     f"{paths['connectors'].name} ({n * C} rows), {paths['energy'].name} ({n} rows)")
+                     f"{paths['connectors'].name} ({n * C} rows), {paths['energy'].name} ({n} rows){joints}")
         if args.vtk:
             pvd = export.export_vtk(traj, args.vtk, every=args.every, stem=export.default_stem(args.result))
             if not args.quiet:
