@@ -4,7 +4,7 @@
 :func:`mbsim.io.reader.read_trajectory`, or ``RunSummary.frames_data`` of
 :func:`mbsim.driver.run`, or ``ReferenceSolution.frames()`` -- and returns a
 :class:`Comparison`: per quantity the largest and the RMS error, where the
-largest occurs (time and body or connector), the magnitude scale of the
+largest occurs (time and body, connector or joint), the magnitude scale of the
 reference and whether the error is within tolerance.
 
 The second trajectory, B, is the *reference*: tolerances scale with its
@@ -13,9 +13,12 @@ A's frame times.
 
 Errors
 ------
-Vector quantities (positions, velocities, forces, momenta, ...) are compared
-by the Euclidean norm of the difference per frame and body/connector;
-scalars (connector lengths, energies) by the absolute difference.
+Vector quantities (positions, velocities, forces, momenta, joint reactions,
+...) are compared by the Euclidean norm of the difference per frame and
+body/connector/joint; scalars (connector lengths, energies, joint constraint
+errors) by the absolute difference.  Joint quantities are compared when both
+trajectories have joints (a ``/joints`` group); a trajectory with joints and
+one without are not comparable.
 Orientations are compared as the angle of the rotation between the two
 (:func:`mbsim.model.rotations.quat_angle`), so ``q`` and ``-q`` -- the same
 rotation -- are equal.  Where both files hold NaN (the length of a torsional
@@ -66,8 +69,8 @@ class Quantity:
     unit : str
         Unit of the error (SI input assumed).
     owner : str or None
-        ``"bodies"`` or ``"connectors"`` when the second axis runs over
-        them, None for whole-system series.
+        ``"bodies"``, ``"connectors"`` or ``"joints"`` when the second axis
+        runs over them, None for whole-system series.
     kind : str
         ``"vector"`` (norm of the difference over the last axis),
         ``"angle"`` (quaternions, rotation angle) or ``"scalar"``.
@@ -90,6 +93,10 @@ QUANTITIES = (
     Quantity("force", "connectors/force", "N", "connectors", "vector"),
     Quantity("moment", "connectors/moment", "N*m", "connectors", "vector"),
     Quantity("length", "connectors/length", "m", "connectors", "scalar"),
+    Quantity("joint_force", "joints/force", "N", "joints", "vector"),
+    Quantity("joint_moment", "joints/moment", "N*m", "joints", "vector"),
+    Quantity("joint_position_error", "joints/position_error", "m", "joints", "scalar"),
+    Quantity("joint_angle_error", "joints/angle_error", "rad", "joints", "scalar"),
     Quantity("kinetic", "energy/kinetic", "J", None, "scalar"),
     Quantity("potential", "energy/potential", "J", None, "scalar"),
     Quantity("dissipated", "energy/dissipated", "J", None, "scalar"),
@@ -104,14 +111,15 @@ GROUPS = {
     "all": QUANTITY_NAMES,
     "bodies": tuple(q.name for q in QUANTITIES if q.owner == "bodies"),
     "connectors": tuple(q.name for q in QUANTITIES if q.owner == "connectors"),
+    "joints": tuple(q.name for q in QUANTITIES if q.owner == "joints"),
     "energy": ("kinetic", "potential", "dissipated", "external_work"),
     "momentum": ("linear_momentum", "angular_momentum"),
 }
 
 
 class NotComparable(Exception):
-    """The two trajectories cannot be compared frame by frame (different bodies or
-    connectors, different time grids without interpolation, no common time span,
+    """The two trajectories cannot be compared frame by frame (different bodies,
+    connectors or joints, different time grids without interpolation, no common time span,
     missing or misshapen datasets).  The message says why and what to do."""
 
 
@@ -133,13 +141,13 @@ class QuantityDiff:
     time : float or None
         Time of the frame with the largest error [s].
     item : str or None
-        Name of the body or connector with the largest error (None for
-        whole-system quantities).
+        Name of the body, connector or joint with the largest error (None
+        for whole-system quantities).
     rtol, atol : float
         Tolerance used (rtol dimensionless, atol in ``unit``).
     values : int
-        Number of values compared (frames × bodies or connectors, NaN pairs
-        excluded).
+        Number of values compared (frames × bodies, connectors or joints,
+        NaN pairs excluded).
     """
 
     name: str
@@ -177,7 +185,7 @@ class Comparison:
     ----------
     quantities : list of QuantityDiff
         In the order of :data:`QUANTITIES`; quantities without values (no
-        connectors, all NaN) are listed in ``skipped`` instead.
+        connectors, no joints, all NaN) are listed in ``skipped`` instead.
     skipped : dict
         ``{name: reason}`` of quantities not compared.
     frames : int
@@ -194,6 +202,8 @@ class Comparison:
         Root ``status`` attribute of each file (None for in-memory frames).
     warnings : list of str
         Things to know that do not make the files incomparable.
+    joints : list of str
+        Joint names (empty without joints).
     """
 
     quantities: list
@@ -209,6 +219,7 @@ class Comparison:
     status_a: Optional[str] = None
     status_b: Optional[str] = None
     warnings: list = field(default_factory=list)
+    joints: list = field(default_factory=list)
 
     @property
     def passed(self) -> bool:
@@ -231,7 +242,7 @@ class Comparison:
         return {
             "passed": self.passed, "frames": self.frames, "frames_a": self.frames_a, "frames_b": self.frames_b,
             "t_first": self.t_first, "t_last": self.t_last, "interpolated": self.interpolated,
-            "bodies": list(self.bodies), "connectors": list(self.connectors),
+            "bodies": list(self.bodies), "connectors": list(self.connectors), "joints": list(self.joints),
             "status_a": self.status_a, "status_b": self.status_b,
             "quantities": {q.name: q.to_dict() for q in self.quantities},
             "failures": [q.name for q in self.failures],
@@ -250,7 +261,7 @@ def resolve_tolerances(rtol: Tolerance = None, atol: Tolerance = None) -> dict:
     rtol, atol : float or mapping, optional
         A number applies to every quantity.  A mapping maps quantity names
         (:data:`QUANTITY_NAMES`) or group names (:data:`GROUPS`: ``all``,
-        ``bodies``, ``connectors``, ``energy``, ``momentum``) to values; a
+        ``bodies``, ``connectors``, ``joints``, ``energy``, ``momentum``) to values; a
         quantity's own name beats a group, a group beats ``all``, whatever
         the order.  ``rtol`` is dimensionless, ``atol`` in the quantity's
         unit.  Unset: :data:`DEFAULT_RTOL`, :data:`DEFAULT_ATOL`.
@@ -298,8 +309,9 @@ def compare_trajectories(a: dict, b: dict, *, rtol: Tolerance = None, atol: Tole
     a, b : dict
         Trajectories keyed by OUTPUT.md dataset paths (``"time"`` (T,),
         ``"bodies/position"`` (T, B, 3), ...), optionally with
-        ``"bodies/name"``, ``"connectors/name"`` and ``"attrs"`` (as from
-        :func:`mbsim.io.reader.read_trajectory`).
+        ``"bodies/name"``, ``"connectors/name"``, ``"joints/name"`` and
+        ``"attrs"`` (as from :func:`mbsim.io.reader.read_trajectory`); the
+        ``joints/`` datasets only where there are joints.
     rtol, atol : float or mapping, optional
         See :func:`resolve_tolerances`.
     interpolate : bool
@@ -321,7 +333,7 @@ def compare_trajectories(a: dict, b: dict, *, rtol: Tolerance = None, atol: Tole
     Raises
     ------
     NotComparable
-        Different bodies or connectors (names, order or count), different
+        Different bodies, connectors or joints (names, order or count), different
         time grids without ``interpolate``, no common time span, missing
         ``time`` or misshapen datasets.
     ValueError
@@ -332,6 +344,7 @@ def compare_trajectories(a: dict, b: dict, *, rtol: Tolerance = None, atol: Tole
     ta, tb = _times(a, la), _times(b, lb)
     bodies = _names(a, b, "bodies", labels)
     connectors = _names(a, b, "connectors", labels)
+    joints = _names(a, b, "joints", labels)
     warnings = []
 
     ia, b_at, interpolated = _common_frames(ta, tb, b, labels, interpolate)
@@ -342,6 +355,9 @@ def compare_trajectories(a: dict, b: dict, *, rtol: Tolerance = None, atol: Tole
 
     diffs, skipped = [], {}
     for q in QUANTITIES:
+        if q.owner == "joints" and not joints:
+            skipped[q.name] = "no joints"
+            continue
         if q.path not in a or q.path not in b:
             missing = " and ".join(l for l, d in ((la, a), (lb, b)) if q.path not in d)
             skipped[q.name] = f"no /{q.path} in {missing}"
@@ -355,7 +371,7 @@ def compare_trajectories(a: dict, b: dict, *, rtol: Tolerance = None, atol: Tole
         if va.shape != vb.shape:
             raise NotComparable(f"/{q.path} has shape {va.shape[1:]} per frame in {la} but {vb.shape[1:]} "
                                 f"in {lb}; the trajectories do not describe the same model")
-        names = {"bodies": bodies, "connectors": connectors}.get(q.owner)
+        names = {"bodies": bodies, "connectors": connectors, "joints": joints}.get(q.owner)
         d = _diff(q, va, vb, t, names, *tol[q.name])
         if d is None:
             skipped[q.name] = (f"no {q.owner}" if q.owner and not names else "NaN in both everywhere")
@@ -372,7 +388,7 @@ def compare_trajectories(a: dict, b: dict, *, rtol: Tolerance = None, atol: Tole
     if na is not None and nb is not None and na != nb:
         warnings.append(f"the scenario names differ ({la}: '{na}', {lb}: '{nb}')")
     return Comparison(diffs, skipped, int(ia.size), int(ta.size), int(tb.size), float(t[0]), float(t[-1]),
-                      interpolated, bodies, connectors, status_a, status_b, warnings)
+                      interpolated, bodies, connectors, status_a, status_b, warnings, joints)
 
 
 # --------------------------------------------------------------------------
@@ -403,13 +419,14 @@ def _times(d: dict, label: str) -> np.ndarray:
 
 
 def _count(d: dict, group: str) -> Optional[int]:
-    """Number of bodies/connectors, from the names or a per-frame dataset (None if unknown)."""
+    """Number of bodies/connectors/joints, from the names or a per-frame dataset (None if unknown;
+    0 joints where there is no ``joints/`` dataset: OUTPUT.md writes the group only when J > 0)."""
     if f"{group}/name" in d:
         return len(d[f"{group}/name"])
     for q in QUANTITIES:
         if q.owner == group and q.path in d:
             return int(np.shape(d[q.path])[1])
-    return None
+    return 0 if group == "joints" else None
 
 
 def _names(a: dict, b: dict, group: str, labels) -> list:
@@ -417,7 +434,7 @@ def _names(a: dict, b: dict, group: str, labels) -> list:
     key = f"{group}/name"
     na = [str(x) for x in a[key]] if key in a else None
     nb = [str(x) for x in b[key]] if key in b else None
-    what = group[:-1] if group == "connectors" else "body"
+    what = group[:-1] if group in ("connectors", "joints") else "body"
     if na is not None and nb is not None and na != nb:
         la, lb = labels
         only_a = [n for n in na if n not in nb]

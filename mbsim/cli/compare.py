@@ -12,16 +12,18 @@ from ._util import EXIT_DIFFERENCES, EXIT_INVALID, EXIT_OK, _count, _err, _g, _o
 COMPARE_EPILOG = """quantities (NAME for --rtol/--atol, unit of atol):
   position [m], orientation [rad], velocity [m/s], angular_velocity [rad/s],
   acceleration [m/s^2], angular_acceleration [rad/s^2], force [N],
-  moment [N*m], length [m], kinetic, potential, dissipated, external_work [J],
-  linear_momentum [kg*m/s], angular_momentum [kg*m^2/s]
-  groups: all, bodies, connectors, energy, momentum
+  moment [N*m], length [m] (connectors), joint_force [N], joint_moment [N*m],
+  joint_position_error [m], joint_angle_error [rad] (joints: reactions on
+  body A and constraint errors), kinetic, potential, dissipated,
+  external_work [J], linear_momentum [kg*m/s], angular_momentum [kg*m^2/s]
+  groups: all, bodies, connectors, joints, energy, momentum
   A quantity's own value beats its group's, a group's beats a global one.
 
 time grids must match (within 1e-9 relative) unless --interpolate is given.
 
 exit codes: 0 every quantity within tolerance, 1 differences beyond tolerance,
-2 files missing, unreadable or not comparable (other bodies or connectors,
-other time grid without --interpolate)
+2 files missing, unreadable or not comparable (other bodies, connectors or
+joints, other time grid without --interpolate)
 
 examples:
   mbsim compare new.h5 old.h5
@@ -131,7 +133,8 @@ def format_comparison(cmp, a: str, b: str) -> str:
     grid = f"{b} interpolated onto the times of {a}" if cmp.interpolated else "same time grid"
     lines = [f"comparing {a} with the reference {b}",
              f"  {_count(cmp.frames, 'frame')}, t = {_g(cmp.t_first)} … {_g(cmp.t_last)} s ({grid}); "
-             f"{_count(len(cmp.bodies), 'body', 'bodies')}, {_count(len(cmp.connectors), 'connector')}",
+             f"{_count(len(cmp.bodies), 'body', 'bodies')}, {_count(len(cmp.connectors), 'connector')}"
+             + (f", {_count(len(cmp.joints), 'joint')}" if cmp.joints else ""),
              "  pass: max error ≤ atol + rtol × scale (scale: largest magnitude in the reference)",
              "",
              f"  {'quantity':<31}{'max error':>11}{'RMS error':>11}{'scale':>11}{'tolerance':>11}  "
@@ -165,7 +168,7 @@ def format_comparison(cmp, a: str, b: str) -> str:
 def _owner_word(name: str) -> str:
     from ..compare import QUANTITIES
     owner = next(q.owner for q in QUANTITIES if q.name == name)
-    return "body" if owner == "bodies" else "connector"
+    return {"bodies": "body", "joints": "joint"}.get(owner, "connector")
 
 
 def _looser(bad) -> str:
