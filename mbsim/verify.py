@@ -10,11 +10,19 @@ is second order for every ρ∞ (THEORY §2), so the expected order is 2.
 
 Measured quantities: position [m], rotation angle [rad] (the angle between
 the computed and the reference orientation, sign-insensitive), velocity
-[m/s], angular velocity [rad/s] and the energy balance
+[m/s], angular velocity [rad/s], the energy balance
 ``kinetic + potential + dissipated − external work`` [J] (constant for the
-exact motion, THEORY §9; its error is its drift).  Accelerations are not
-measured: generalized-α's acceleration is an algorithmic variable that is
-not second-order accurate at the frame times.
+exact motion, THEORY §9; its error is its drift) and, for a scenario with
+joints, the joint reaction force [N] and moment [N·m] (``/joints/force``,
+``/joints/moment``: on body A, the moment about the joint's point) against
+the reference solver's reactions at the same frame times.  Accelerations
+are not measured: generalized-α's acceleration is an algorithmic variable
+that is not second-order accurate at the frame times.  Neither are the
+reactions of a model whose redundant joint equations were removed
+(SCENARIO.md, joints): how a reaction splits among redundant joints is not
+determined by rigid-body mechanics (mbsim reports the removed equations'
+share as zero, the reference solver the minimum-norm split), so the report
+says so in its ``notes`` instead.
 
 An error can only be measured down to a *floor*, the larger of
 
@@ -213,6 +221,9 @@ class VerifyReport:
         When a quantity is not second order: what the pattern of its errors
         points to and what to change, most likely cause first (see
         :func:`diagnose`).
+    notes : list of str
+        What was not measured and why (the joint reactions of a model with
+        redundant joint equations).
     """
 
     scenario: str
@@ -224,6 +235,7 @@ class VerifyReport:
     expected_order: float = EXPECTED_ORDER
     order_tolerance: float = ORDER_TOLERANCE
     hints: list = field(default_factory=list)
+    notes: list = field(default_factory=list)
 
     @property
     def interrupted(self) -> bool:
@@ -245,7 +257,8 @@ class VerifyReport:
                 "expected_order": self.expected_order, "order_tolerance": self.order_tolerance,
                 "passed": self.passed, "runs": [r.to_dict() for r in self.runs],
                 "reference": self.reference.to_dict(),
-                "quantities": {q.name: q.to_dict() for q in self.quantities}, "hints": list(self.hints)}
+                "quantities": {q.name: q.to_dict() for q in self.quantities}, "hints": list(self.hints),
+                "notes": list(self.notes)}
 
 
 def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[Sequence[float]] = None,
@@ -297,6 +310,7 @@ def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[S
                          f"choose an end time of several steps")
     interval = _common_interval(scenario.output.interval, hs)
     labels = _labels(hs)
+    reactions, notes = _joint_reactions_measurable(scenario)
 
     runs = []
     for h, label in zip(hs, labels):
@@ -325,11 +339,34 @@ def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[S
 
     quantities = []
     if ref.ok:
-        quantities = _orders(runs, ref_frames, check_frames, order_tolerance)
+        quantities = _orders(runs, ref_frames, check_frames, order_tolerance, reactions)
     for r in runs:  # the frames are large; the report keeps the numbers only
         r.frames_data = None
     return VerifyReport(scenario.name, span, interval, runs, ref, quantities,
-                        EXPECTED_ORDER, order_tolerance, diagnose(scenario, span, runs, quantities))
+                        EXPECTED_ORDER, order_tolerance, diagnose(scenario, span, runs, quantities), notes)
+
+
+def _joint_reactions_measurable(scenario: Scenario) -> tuple:
+    """Whether the joint reactions can be compared with the reference solver's, and notes saying why not.
+
+    They can unless redundant joint equations are removed at t = 0 (found as the run finds them, by
+    building the model): the split of a reaction among redundant joints is not determined by
+    rigid-body mechanics, and mbsim and the reference solver choose differently.
+    """
+    if not scenario.joints:
+        return False, []
+    from .model.model import Model
+    from .model.constraints import JointError
+    try:
+        removed = [j.name for j in Model(scenario).joints if j.removed]
+    except JointError:  # refused: the runs fail and say why
+        return False, []
+    if not removed:
+        return True, []
+    return False, [f"joint reactions not measured: redundant equations of joint{'s' if len(removed) > 1 else ''} "
+                   f"{', '.join(repr(n) for n in removed)} were removed at t = 0, and how a reaction splits among "
+                   f"redundant joints is not determined by rigid-body mechanics (mbsim reports the removed "
+                   f"equations' share as zero, the reference solver the minimum-norm split)"]
 
 
 # An observed order below this, where the scheme is second order, is the signature of an
@@ -459,10 +496,14 @@ _QUANTITIES = (  # name, words, unit
     ("angular_velocity", "angular velocity", "rad/s"),
     ("energy_balance", "energy balance", "J"),
 )
+_JOINT_QUANTITIES = (  # measured for scenarios with joints (see _joint_reactions_measurable)
+    ("joint_force", "joint force", "N"),
+    ("joint_moment", "joint moment", "N*m"),
+)
 
 
 def _errors_and_scales(f: dict, ref: dict) -> tuple[dict, dict]:
-    """Largest error over frames and bodies, and the reference's magnitude, per quantity."""
+    """Largest error over frames and bodies (joints), and the reference's magnitude, per quantity."""
     def vec(path):
         err = np.linalg.norm(f[path] - ref[path], axis=-1)
         return (float(err.max()) if err.size else 0.0,
@@ -478,29 +519,33 @@ def _errors_and_scales(f: dict, ref: dict) -> tuple[dict, dict]:
     bal_ref = energy_balance(*(ref[k] for k in _ENERGIES))
     e["energy_balance"] = float(np.abs(bal - bal_ref).max())
     s["energy_balance"] = float(max(np.abs(ref[k]).max() for k in _ENERGIES))
+    if "joints/force" in f and "joints/force" in ref:
+        e["joint_force"], s["joint_force"] = vec("joints/force")
+        e["joint_moment"], s["joint_moment"] = vec("joints/moment")
     return e, s
 
 
-def _orders(runs, ref_frames, check_frames, order_tolerance) -> list:
-    """Errors, orders and verdicts of every quantity."""
+def _orders(runs, ref_frames, check_frames, order_tolerance, reactions: bool = False) -> list:
+    """Errors, orders and verdicts of every quantity (with ``reactions``, the joints' too)."""
+    quantities = _QUANTITIES + (_JOINT_QUANTITIES if reactions and "joints/force" in ref_frames else ())
     t_ref = ref_frames["time"]
     ref_error, _ = _errors_and_scales(check_frames, ref_frames)
     n_steps = max(r.steps for r in runs if r.ok)
-    errors = {n: [None] * len(runs) for n, _, _ in _QUANTITIES}
-    scale = {n: 0.0 for n, _, _ in _QUANTITIES}
+    errors = {n: [None] * len(runs) for n, _, _ in quantities}
+    scale = {n: 0.0 for n, _, _ in quantities}
     for i, r in enumerate(runs):
         if not r.ok:
             continue
         f = r.frames_data
         idx = np.clip(np.searchsorted(t_ref, f["time"] - 1e-9 * max(float(t_ref[-1]), 1e-300)),
                       0, t_ref.size - 1)
-        ref = {k: v[idx] for k, v in ref_frames.items() if k.startswith(("bodies/", "energy/"))}
+        ref = {k: v[idx] for k, v in ref_frames.items() if k.startswith(("bodies/", "energy/", "joints/"))}
         e, s = _errors_and_scales(f, ref)
         for n in errors:
             errors[n][i] = e[n]
             scale[n] = max(scale[n], s[n])
     out = []
-    for name, words, unit in _QUANTITIES:
+    for name, words, unit in quantities:
         floor = max(ref_error[name], ROUND_OFF_FACTOR * n_steps * np.finfo(float).eps * scale[name])
         out.append(replace(_judge(name, words, unit, runs, errors[name], floor, order_tolerance), scale=scale[name]))
     return out

@@ -10,7 +10,10 @@ from .simulate import _sigterm_as_interrupt
 
 VERIFY_EPILOG = """measured: position [m], rotation angle [rad], velocity [m/s], angular velocity
 [rad/s] and the energy balance kinetic + potential + dissipated - external work
-[J], each as the largest error over frames and bodies against the reference.
+[J], each as the largest error over frames and bodies against the reference;
+with joints also the joint reaction force [N] and moment [N*m] (over frames
+and joints; not when redundant joint equations were removed, whose share of
+the reactions is not determined).
 Errors below the floor -- the reference's own error (estimated by a second
 solve at 10 x its rtol) or accumulated round-off -- are reported as at
 round-off: their order cannot be measured, which is fine.
@@ -102,14 +105,17 @@ def format_verify(rep, sc) -> str:
     lines = []
     if rep.quantities:
         frames = next(r.frames for r in rep.runs if r.ok)
+        joints = f" ({_count(len(sc.joints), 'joint')})" if any(q.name.startswith("joint_") for q in rep.quantities) \
+            else ""
         lines += ["", f"  largest error over {_count(frames, 'frame')} (every {_g(rep.interval)} s) and "
-                      f"{_count(len(sc.bodies), 'body', 'bodies')}, and observed order of each halving:",
+                      f"{_count(len(sc.bodies), 'body', 'bodies')}{joints}, and observed order of each halving:",
                   "  " + f"{'':<24}" + "".join(f"{r.label:>11}" for r in rep.runs) + f"{'orders':>14}"]
         for q in rep.quantities:
             errs = "".join(f"{'-' if e is None else _num(e):>11}" for e in q.errors)
             ords = "".join(f"{'-' if p is None else f'{p:.2f}':>7}" for p in q.orders)
             lines.append(f"  {q.label + ' [' + q.unit + ']':<24}{errs}{ords}")
         lines += ["", "verdict:"] + [f"  {q.verdict}" for q in rep.quantities]
+    lines += [f"  note: {n}" for n in rep.notes]
     lines.append("")
     if rep.interrupted:
         lines.append("interrupted: the verification did not finish")

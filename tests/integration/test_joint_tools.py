@@ -12,6 +12,7 @@ reference solver (:mod:`mbsim.reference`).
 from __future__ import annotations
 
 import json
+import re
 import textwrap
 
 import h5py
@@ -64,6 +65,16 @@ HANGING = {
     "mbsim": 1, "name": "hanging", "gravity": [0, 0, -9.81], "time": {"end": 0.05, "step": 0.005},
     "bodies": [{"name": "bob", "mass": 2.0, "inertia": [0.01, 0.02, 0.03], "position": [0, 0, -0.5]}],
     "joints": [{"name": "pin", "type": "spherical", "bodies": ["world", "bob"], "point": [0, 0, 0]}],
+}
+# A link on a hinge, its principal axes turned away from the hinge axis (so the hinge also carries a
+# moment), swinging through the bottom: 3D reactions, second order from Δt = 0.004 s on.
+PENDULUM = {
+    "mbsim": 1, "name": "hinged", "gravity": [0, 0, -9.81], "time": {"end": 0.2, "step": 0.004},
+    "bodies": [{"name": "link", "mass": 1.0, "inertia": [0.02, 0.03, 0.04], "position": [0.4, 0, -0.3],
+                "orientation": {"axis_angle": {"axis": [1, 1, 0], "angle": 0.5}},
+                "velocity": [-0.6, 0, -0.8], "angular_velocity": [0, 2.0, 0]}],  # v = ω × r: the hinge holds
+    "joints": [{"name": "hinge", "type": "revolute", "bodies": ["world", "link"], "point": [0, 0, 0],
+                "axis": [0, 1, 0]}],
 }
 # Free flight, no joints at all.
 FLIGHT = {
@@ -452,3 +463,146 @@ def test_vtk_joints_are_lines_with_their_reactions(result, raw, traj, tmp_path):
         # (generalized-α holds the joint's position exactly, its velocity to O(Δt²)), while the
         # arm's centre moves at about 1.3 m/s by the end
         np.testing.assert_allclose(mesh.point_data["velocity"][lines[1, 1]], 0.0, atol=1e-5)
+
+
+# --------------------------------------------------------------------------
+# mbsim compare
+
+def test_compare_a_file_with_itself_covers_the_joints(result, capsys):
+    assert main(["compare", str(result), str(result), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["joints"] == JOINTS
+    for name in ("joint_force", "joint_moment", "joint_position_error", "joint_angle_error"):
+        q = rep["quantities"][name]
+        assert q["max_error"] == 0 and q["values"] == FRAMES * 8 and q["passed"]
+    assert main(["compare", str(result), str(result)]) == 0
+    out = capsys.readouterr().out
+    assert "8 bodies, 1 connector, 8 joints" in out and "joint_force [N]" in out
+
+
+def test_compare_finds_a_changed_joint_reaction(result, raw, tmp_path, capsys):
+    """A copy whose rail's reaction force differs by (0, 3e-3, 4e-3) N at frame 7: compare reports 5e-3 N
+    there, naming the joint, and fails only that quantity."""
+    copy = tmp_path / "changed.h5"
+    copy.write_bytes(result.read_bytes())
+    with h5py.File(copy, "a") as f:
+        f["joints/force"][7, 2] += [0.0, 3e-3, 4e-3]
+    with h5py.File(result) as f:
+        t7 = f["time"][7]
+    assert main(["compare", str(copy), str(result), "--json"]) == 1
+    rep = json.loads(capsys.readouterr().out)
+    q = rep["quantities"]["joint_force"]
+    assert q["max_error"] == pytest.approx(5e-3, rel=1e-9)
+    assert q["item"] == "rail" and q["time"] == pytest.approx(t7)
+    assert q["scale"] == pytest.approx(np.linalg.norm(raw["force"], axis=-1).max(), rel=1e-15)
+    assert rep["failures"] == ["joint_force"]
+    assert main(["compare", str(copy), str(result)]) == 1
+    out = capsys.readouterr().out
+    assert "joint_force: max error 5.000e-03 N at t = 0.07 s (joint rail)" in out
+    # a tolerance for the joints group lets it pass
+    assert main(["compare", str(copy), str(result), "--atol", "joints=1e-2", "--json"]) == 0
+    assert json.loads(capsys.readouterr().out)["quantities"]["joint_force"]["atol"] == 1e-2
+
+
+def test_compare_refuses_results_with_other_joints(result, flight_file, tmp_path, capsys):
+    from mbsim.compare import NotComparable, compare_trajectories
+    a = read_trajectory(result)
+    b = dict(a)
+    b["joints/name"] = list(reversed(a["joints/name"]))
+    with pytest.raises(NotComparable, match="the joints differ .*same joint names in the same order"):
+        compare_trajectories(a, b)
+    no_joints = {k: v for k, v in a.items() if not k.startswith("joints/")}
+    with pytest.raises(NotComparable, match="has 8 joints but B has 0"):
+        compare_trajectories(a, no_joints)
+    # two results without joints: the joint quantities are skipped, saying why
+    flight = read_trajectory(flight_file)
+    cmp = compare_trajectories(flight, flight)
+    assert cmp.passed and cmp.joints == [] and cmp.skipped["joint_force"] == "no joints"
+    assert "joint_force" not in [q.name for q in cmp.quantities]
+
+
+def test_compare_the_run_with_the_reference_solver_at_joint_reactions(tmp_path):
+    """In-memory frames of a run and of the reference solver compare too, joints included: the
+    pendulum's hinge reaction agrees to the discretization error."""
+    from mbsim.compare import compare_trajectories
+    from mbsim.reference import solve_reference
+    from mbsim.scenario import scenario_from_dict
+    sc = scenario_from_dict(PENDULUM)
+    run = mbsim.simulate(sc)
+    ref = solve_reference(sc, run.time, rtol=1e-10, atol=1e-11).frames()
+    frames = {k: run[k] for k in run.keys()}
+    cmp = compare_trajectories(frames, ref, rtol=1e-4)
+    assert cmp.joints == ["hinge"]
+    assert 0 < cmp["joint_force"].max_error < 1e-4 * cmp["joint_force"].scale
+    assert cmp["joint_force"].scale == pytest.approx(np.linalg.norm(ref["joints/force"], axis=-1).max())
+
+
+# --------------------------------------------------------------------------
+# mbsim verify
+
+def test_verify_measures_the_joint_reactions_against_the_reference(tmp_path):
+    """The joint force and moment errors verify reports are the largest differences between each run
+    and the reference solver at the frame times, and fall at order 2."""
+    from mbsim.driver import run
+    from mbsim.reference import solve_reference
+    from mbsim.scenario import scenario_from_dict
+    from mbsim.verify import verify
+    sc = scenario_from_dict(PENDULUM)
+    rep = verify(sc)
+    assert rep.passed and rep.notes == []
+    q = {x.name: x for x in rep.quantities}
+    assert [x.name for x in rep.quantities][-2:] == ["joint_force", "joint_moment"]
+    for name in ("joint_force", "joint_moment"):
+        assert q[name].status == "ok" and all(abs(p - 2.0) < 0.15 for p in q[name].orders), q[name]
+    # the coarsest run's errors, computed here from the run and the reference solver
+    s = run(sc, write=False, keep_frames=True)
+    ref = solve_reference(sc, s.frames_data["time"], rtol=1e-11, atol=1e-12)
+    for name, mine, theirs in (("joint_force", s.frames_data["joints/force"], ref.joint_force),
+                               ("joint_moment", s.frames_data["joints/moment"], ref.joint_moment)):
+        err = np.linalg.norm(mine - theirs, axis=-1).max()
+        assert q[name].errors[0] == pytest.approx(err, rel=1e-3)
+        assert q[name].errors[0] > 100 * q[name].floor  # measured, not at round-off
+
+
+def test_verify_command_prints_the_joint_rows(tmp_path, capsys):
+    path = tmp_path / "hinged.yaml"
+    path.write_text(textwrap.dedent("""\
+        mbsim: 1
+        name: hinged
+        gravity: [0, 0, -9.81]
+        time: {end: 0.2, step: 0.004}
+        bodies:
+          - {name: link, mass: 1.0, inertia: [0.02, 0.03, 0.04], position: [0.4, 0, -0.3],
+             orientation: {axis_angle: {axis: [1, 1, 0], angle: 0.5}}, velocity: [-0.6, 0, -0.8],
+             angular_velocity: [0, 2.0, 0]}
+        joints:
+          - {name: hinge, type: revolute, bodies: [world, link], point: [0, 0, 0], axis: [0, 1, 0]}
+        """))
+    assert main(["verify", str(path)]) == 0
+    out = capsys.readouterr().out
+    assert "(1 body, 0 connectors, 1 joint, 0 loads; t = 0 … 0.2 s)" in out
+    assert "and 1 body (1 joint), and observed order" in out
+    assert re.search(r"^  joint force \[N\] +\S+ +\S+ +\S+ +2\.\d\d +2\.\d\d$", out, re.M), out
+    assert re.search(r"^  joint moment \[N\*m\] ", out, re.M)
+    assert "joint force error at Δt = 0.004 s:" in out and "second order confirmed for" in out
+    assert main(["verify", str(path), "--json"]) == 0
+    rep = json.loads(capsys.readouterr().out)
+    assert rep["quantities"]["joint_moment"]["ok"] and rep["notes"] == []
+
+
+def test_verify_skips_the_reactions_of_redundant_joints_and_says_why():
+    """A door on two coaxial hinges: one hinge's equations are redundant, so how the two share the
+    load is not determined; the motion is still verified."""
+    from mbsim.scenario import scenario_from_dict
+    from mbsim.verify import verify
+    door = {"mbsim": 1, "name": "door", "gravity": [0, 0, -9.81], "time": {"end": 0.04, "step": 0.004},
+            "bodies": [{"name": "door", "mass": 1.0, "inertia": [0.02, 0.03, 0.04], "position": [0.4, 0, 0]}],
+            "joints": [{"name": "upper", "type": "revolute", "bodies": ["world", "door"], "point": [0, 0.1, 0],
+                        "axis": [0, 1, 0]},
+                       {"name": "lower", "type": "revolute", "bodies": ["world", "door"], "point": [0, -0.1, 0],
+                        "axis": [0, 1, 0]}]}
+    with pytest.warns(UserWarning, match="redundant"):
+        rep = verify(scenario_from_dict(door))
+    assert rep.passed
+    assert not any(q.name.startswith("joint_") for q in rep.quantities)
+    assert len(rep.notes) == 1 and "joint reactions not measured" in rep.notes[0] and "'lower'" in rep.notes[0]
