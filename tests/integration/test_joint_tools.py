@@ -334,6 +334,13 @@ def test_joint_geometry_follows_the_constraints_the_solver_enforced(traj, raw):
     for i in (0, 2, 3, 4):
         np.testing.assert_allclose(g.axis[:, i], g.axis_b[:, i], atol=1e-12)
     np.testing.assert_allclose(np.einsum("tk,tk->t", g.axis[:, 5], g.axis_b[:, 5]), 0.0, atol=1e-12)
+    # the universal joint's axes[1], y at t = 0 when the cardan's orientation is the identity, is the
+    # cardan's body y axis in every frame (SciPy's quaternion → matrix, [x, y, z, w] order), which turns
+    from scipy.spatial.transform import Rotation
+    q = traj["bodies/orientation"][:, 5]
+    body_y = Rotation.from_quat(q[:, [1, 2, 3, 0]]).as_matrix()[:, :, 1]
+    np.testing.assert_allclose(g.axis_b[:, 5], body_y, atol=1e-12)
+    assert abs(body_y[-1, 1]) < 0.99
     np.testing.assert_allclose(g.axis[:, 0], np.broadcast_to([0.0, 1.0, 0.0], (FRAMES, 3)), atol=1e-15)
     np.testing.assert_allclose(np.einsum("tk,tk->t", g.axis[:, 4], g.perp[:, 4]), 0.0, atol=1e-12)
     assert np.isnan(g.axis[:, [1, 6, 7]]).all()  # ball, lock, distance have no axis
