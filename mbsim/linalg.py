@@ -88,7 +88,8 @@ class LinearSolver:
             dofs = np.argsort(blocks, kind="stable")  # the unknowns block by block
             rows, cols = np.asarray(rows, np.int64), np.asarray(cols, np.int64)
             pairs = np.unique(np.stack((blocks[rows], blocks[cols]), axis=1), axis=0)
-            self.sym, self.storage_size, offsets = blocklu.symbolic(sizes, pairs, last=last, dofs=dofs)
+            self.sym, self.storage_size, offsets = blocklu.symbolic(
+                sizes, pairs, last=last, dofs=dofs, extents=blocklu.pattern_extents(rows, cols, blocks))
             self.storage_map = blocklu.block_position(rows, cols, sizes, offsets, self.sym)
             self.blocks = blocks
             self._piv = np.zeros(ndof, dtype=np.int64)

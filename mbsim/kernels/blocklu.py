@@ -31,16 +31,34 @@ _NB, _NL, _NU = 0, 1, 2
 _HEADER = 3
 
 
-def minimum_degree(nb: int, adj: list[set]) -> list[int]:
-    """An elimination order by minimum degree (ties: lowest index), with the fill it creates."""
+def minimum_degree(nb: int, adj: list[set], sizes=None, ext: dict | None = None) -> list[int]:
+    """An elimination order by minimum degree, with the fill it creates.  Ties: the pivot whose
+    elimination costs the fewest multiplications, given the sizes of the blocks and the extents of
+    the off-diagonal blocks ``ext`` (see :func:`symbolic`), then the lowest index.  (The cost decides
+    which end of a chain of joints goes first: eliminating a body with its parent joint's multipliers
+    updates the parent's 6 body unknowns, eliminating the root first updates the child's 11.)"""
     g = [set(a) for a in adj]
-    heap = [(len(g[i]), i) for i in range(nb)]
+    ext = {} if ext is None else {key: list(v) for key, v in ext.items()}
+
+    def cost(k):
+        if sizes is None:
+            return 0
+        n = int(sizes[k])
+        c = 0
+        for i in g[k]:
+            c += n * n * ext.get((k, i), (n, int(sizes[i])))[1]
+            for j in g[k]:
+                c += n * ext.get((i, k), (int(sizes[i]), n))[0] * ext.get((k, j), (n, int(sizes[j])))[1]
+        return c
+
+    heap = [(len(g[i]), cost(i), i) for i in range(nb)]
     heapq.heapify(heap)
     done = np.zeros(nb, dtype=bool)
+    key = [(h[0], h[1]) for h in sorted(heap, key=lambda h: h[2])]
     order = []
     while heap:
-        deg, k = heapq.heappop(heap)
-        if done[k] or deg != len(g[k]):
+        deg, c, k = heapq.heappop(heap)
+        if done[k] or (deg, c) != key[k]:
             continue  # stale entry
         done[k] = True
         order.append(k)
@@ -48,12 +66,20 @@ def minimum_degree(nb: int, adj: list[set]) -> list[int]:
         for i in nbrs:
             g[i].discard(k)
             g[i].update(j for j in nbrs if j != i)
-            heapq.heappush(heap, (len(g[i]), i))
+            if sizes is not None:
+                for j in nbrs:
+                    if j != i:
+                        e = ext.setdefault((i, j), [0, 0])
+                        e[0] = max(e[0], ext.get((i, k), (int(sizes[i]), 0))[0])
+                        e[1] = max(e[1], ext.get((k, j), (0, int(sizes[j])))[1])
+        for i in nbrs:
+            key[i] = (len(g[i]), cost(i))
+            heapq.heappush(heap, (*key[i], i))
         g[k] = set()
     return order
 
 
-def symbolic(sizes, edges, order=None, last=(), dofs=None) -> tuple[np.ndarray, int, np.ndarray]:
+def symbolic(sizes, edges, order=None, last=(), dofs=None, extents=None) -> tuple[np.ndarray, int, np.ndarray]:
     """The structure of the factorization of a block matrix.
 
     Parameters
@@ -71,12 +97,19 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None) -> tuple[np.ndarray, 
     dofs : (ndof,) int, optional
         The global unknowns of the blocks in block order (block k's are
         ``dofs[start[k]:start[k+1]]``); the identity when not given.
+    extents : (m, 4) int, optional
+        ``(i, j, rows, cols)``: only the first ``rows`` rows and ``cols`` columns of the
+        off-diagonal block (i, j) hold nonzeros (:func:`pattern_extents`); every block is full when
+        not given (or not listed).  The factorization then skips what stays zero: a body grouped
+        with its parent joint's multipliers couples to its parent's block through the parent's body
+        unknowns alone (the first 6 of its block), so the update of the parent is 6×6, not 11×11.
 
     Returns
     -------
     sym : int64 array
         ``[nb, nl, nu, order (nb), start (nb+1), diag (nb), lptr (nb+1), lblk (nl), l_ik (nl),
-        u_ki (nl), uptr (nb+1), ui (nu), uj (nu), o_ik (nu), o_kj (nu), o_ij (nu), perm (ndof)]``: for the
+        u_ki (nl), uptr (nb+1), ui (nu), uj (nu), o_ik (nu), o_kj (nu), o_ij (nu), perm (ndof),
+        lrows (nl), ucols (nl), urows (nu), ucols2 (nu)]``: for the
         pivot at elimination position p (block k = order[p]), its later neighbours i are
         ``lblk[lptr[p]:lptr[p+1]]`` with blocks (i, k) at ``l_ik`` and (k, i) at ``u_ki``, and the
         updates A_ij −= A_ik U_kj are the triples ``(o_ik, o_kj, o_ij)`` of ``uptr[p]:uptr[p+1]``
@@ -95,15 +128,25 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None) -> tuple[np.ndarray, 
         if a != b:
             adj[a].add(int(b))
             adj[b].add(int(a))
+    # the leading rows and columns of each off-diagonal block that can be nonzero (full by default)
+    ext = {}
+    for i in range(nb):
+        for j in adj[i]:
+            ext[i, j] = [int(sizes[i]), int(sizes[j])]
+    if extents is not None:
+        for i, j, nr, nc in np.asarray(extents, dtype=np.int64).reshape(-1, 4):
+            if (int(i), int(j)) in ext:
+                ext[int(i), int(j)] = [int(nr), int(nc)]
     if order is None:
         late = [int(k) for k in last]
         skip = set(late)
-        order = [k for k in minimum_degree(nb, adj) if k not in skip] + late
+        order = [k for k in minimum_degree(nb, adj, sizes, ext) if k not in skip] + late
     else:
         order = [int(k) for k in order]
     pos = np.empty(nb, dtype=np.int64)
     pos[order] = np.arange(nb)
-    # symbolic elimination: the later neighbours of each pivot, fill included
+    # symbolic elimination: the later neighbours of each pivot, fill included; A_ij −= A_ik U_kj
+    # reaches the rows of A_ik and the columns of A_kj (U_kj = D_kk⁻¹ A_kj: all rows, A_kj's columns)
     g = [set(a) for a in adj]
     later = []
     for k in order:
@@ -112,6 +155,11 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None) -> tuple[np.ndarray, 
         for i in nbrs:
             g[i].discard(k)
             g[i].update(j for j in nbrs if j != i)
+            for j in nbrs:
+                if j != i:
+                    e = ext.setdefault((i, j), [0, 0])
+                    e[0] = max(e[0], ext[i, k][0])
+                    e[1] = max(e[1], ext[k, j][1])
     offsets, size = {}, 0
 
     def place(i, j):
@@ -122,13 +170,15 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None) -> tuple[np.ndarray, 
         return offsets[i, j]
 
     diag = [place(k, k) for k in range(nb)]
-    lblk, lik, uki, lptr = [], [], [], [0]
-    ui, uj, oik, okj, oij, uptr = [], [], [], [], [], [0]
+    lblk, lik, uki, lptr, lrows, ucols = [], [], [], [0], [], []
+    ui, uj, oik, okj, oij, uptr, urows, ucols2 = [], [], [], [], [], [0], [], []
     for k, nbrs in zip(order, later):
         for i in nbrs:
             lblk.append(i)
             lik.append(place(i, k))
             uki.append(place(k, i))
+            lrows.append(ext[i, k][0])
+            ucols.append(ext[k, i][1])
         for i in nbrs:
             for j in nbrs:
                 ui.append(i)
@@ -136,6 +186,8 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None) -> tuple[np.ndarray, 
                 oik.append(place(i, k))
                 okj.append(place(k, j))
                 oij.append(place(i, j))
+                urows.append(ext[i, k][0])
+                ucols2.append(ext[k, j][1])
         lptr.append(len(lblk))
         uptr.append(len(ui))
     start = np.concatenate(([0], np.cumsum(sizes)))
@@ -143,9 +195,32 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None) -> tuple[np.ndarray, 
     perm = np.arange(ndof)
     if dofs is not None:
         perm[np.asarray(dofs, dtype=np.int64)] = np.arange(ndof)
-    parts = [[nb, len(lblk), len(ui)], order, start, diag, lptr, lblk, lik, uki, uptr, ui, uj, oik, okj, oij, perm]
+    parts = [[nb, len(lblk), len(ui)], order, start, diag, lptr, lblk, lik, uki, uptr, ui, uj, oik, okj, oij, perm,
+             lrows, ucols, urows, ucols2]
     sym = np.concatenate([np.asarray(p, dtype=np.int64).reshape(-1) for p in parts])
     return sym, size, offsets
+
+
+def pattern_extents(rows, cols, blocks) -> np.ndarray:
+    """The ``extents`` of :func:`symbolic` for a tangent pattern: ``(i, j, rows, cols)`` per off-diagonal
+    block, the leading rows and columns (in block order: a block's unknowns in their global order) that
+    hold its entries (global unknowns ``rows``, ``cols``; ``blocks`` the block of every unknown)."""
+    blocks = np.asarray(blocks, dtype=np.int64)
+    rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
+    sizes = np.bincount(blocks)
+    start = np.concatenate(([0], np.cumsum(sizes)))
+    perm = np.empty(len(blocks), dtype=np.int64)
+    perm[np.argsort(blocks, kind="stable")] = np.arange(len(blocks))
+    bi, bj = blocks[rows], blocks[cols]
+    off = bi != bj
+    bi, bj = bi[off], bj[off]
+    li, lj = perm[rows[off]] - start[bi] + 1, perm[cols[off]] - start[bj] + 1
+    key = bi * len(sizes) + bj
+    ukey, inv = np.unique(key, return_inverse=True)
+    nr, nc = np.zeros(len(ukey), np.int64), np.zeros(len(ukey), np.int64)
+    np.maximum.at(nr, inv, li)
+    np.maximum.at(nc, inv, lj)
+    return np.stack((ukey // len(sizes), ukey % len(sizes), nr, nc), axis=1)
 
 
 def block_position(rows, cols, sizes, offsets: dict, sym=None) -> np.ndarray:
@@ -155,7 +230,8 @@ def block_position(rows, cols, sizes, offsets: dict, sym=None) -> np.ndarray:
     start = np.concatenate(([0], np.cumsum(sizes)))
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     if sym is not None:
-        perm = sym[_parts.py_func(sym)[-1]:]
+        o_perm = _parts.py_func(sym)[14]
+        perm = sym[o_perm:o_perm + int(start[-1])]
         rows, cols = perm[rows], perm[cols]
     bi = np.searchsorted(start, rows, side="right") - 1
     bj = np.searchsorted(start, cols, side="right") - 1
@@ -189,41 +265,38 @@ def _parts(sym):
     o_okj = o_oik + nu
     o_oij = o_okj + nu
     o_perm = o_oij + nu
+    o_lrows = o_perm + sym[o_start + nb]
+    o_ucols = o_lrows + nl
+    o_urows = o_ucols + nl
+    o_ucols2 = o_urows + nu
     return (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj, o_oij,
-            o_perm)
+            o_perm, o_lrows, o_ucols, o_urows, o_ucols2)
 
 
 @njit(cache=True)
 def factorize(data, sym, piv):
     """Block LU in place (pivot by pivot: D_kk → LU(D_kk), U_kj ← D_kk⁻¹ A_kj, A_ij −= A_ik U_kj over its
-    later neighbours i, j).  ``piv``: one row interchange per unknown.  Returns −1 on success, else the
-    block whose diagonal block is singular."""
+    later neighbours i, j, on the rows and columns that can be nonzero).  ``piv``: one row interchange per
+    unknown.  Returns −1 on success, else the block whose diagonal block is singular."""
     (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
-     o_oij, _) = _parts(sym)
-    col = np.empty(sym[o_start + nb])  # one column of a U block (at most a block's size)
+     o_oij, _, o_lrows, o_ucols, o_urows, o_ucols2) = _parts(sym)
     for p in range(nb):
         k = sym[o_order + p]
-        n = sym[o_start + k + 1] - sym[o_start + k]
+        sk = sym[o_start + k]
+        n = sym[o_start + k + 1] - sk
         dk = sym[o_diag + k]
-        if dense.lu_block(data, dk, n, piv, sym[o_start + k]) >= 0:
+        if dense.lu_block(data, dk, n, piv, sk) >= 0:
             return k
-        for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):  # U_ki ← D_kk⁻¹ U_ki, column by column
+        for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):  # U_ki ← D_kk⁻¹ A_ki, its nonzero columns
             i = sym[o_lblk + e]
             m = sym[o_start + i + 1] - sym[o_start + i]
-            u = sym[o_uki + e]
-            for j in range(m):
-                for r in range(n):
-                    col[r] = data[u + m * r + j]
-                dense.lu_block_solve(data, dk, n, piv, sym[o_start + k], col, 0)
-                for r in range(n):
-                    data[u + m * r + j] = col[r]
+            dense.lu_block_solve_columns(data, dk, n, piv, sk, data, sym[o_uki + e], m, sym[o_ucols + e])
         for e in range(sym[o_uptr + p], sym[o_uptr + p + 1]):  # A_ij −= A_ik U_kj
-            i, j = sym[o_ui + e], sym[o_uj + e]
-            ni = sym[o_start + i + 1] - sym[o_start + i]
-            nj = sym[o_start + j + 1] - sym[o_start + j]
+            nj = sym[o_start + sym[o_uj + e] + 1] - sym[o_start + sym[o_uj + e]]
             aik, ukj, aij = sym[o_oik + e], sym[o_okj + e], sym[o_oij + e]
-            for r in range(ni):
-                for c in range(nj):
+            nc = sym[o_ucols2 + e]
+            for r in range(sym[o_urows + e]):
+                for c in range(nc):
                     s = 0.0
                     for q in range(n):
                         s += data[aik + n * r + q] * data[ukj + nj * q + c]
@@ -236,7 +309,7 @@ def solve_into(data, sym, piv, rhs, work, out):
     """x with A x = rhs from the factors of :func:`factorize`, into ``out``; ``work``: as many values
     as unknowns."""
     (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
-     o_oij, o_perm) = _parts(sym)
+     o_oij, o_perm, o_lrows, o_ucols, _, _) = _parts(sym)
     ndof = sym[o_start + nb]
     for r in range(ndof):
         work[sym[o_perm + r]] = rhs[r]
@@ -246,11 +319,9 @@ def solve_into(data, sym, piv, rhs, work, out):
         n = sym[o_start + k + 1] - sk
         dense.lu_block_solve(data, sym[o_diag + k], n, piv, sk, work, sk)
         for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):
-            i = sym[o_lblk + e]
-            si = sym[o_start + i]
-            m = sym[o_start + i + 1] - si
+            si = sym[o_start + sym[o_lblk + e]]
             a = sym[o_lik + e]
-            for r in range(m):
+            for r in range(sym[o_lrows + e]):
                 s = 0.0
                 for q in range(n):
                     s += data[a + n * r + q] * work[sk + q]
@@ -264,9 +335,10 @@ def solve_into(data, sym, piv, rhs, work, out):
             si = sym[o_start + i]
             m = sym[o_start + i + 1] - si
             u = sym[o_uki + e]
+            mc = sym[o_ucols + e]
             for r in range(n):
                 s = 0.0
-                for q in range(m):
+                for q in range(mc):
                     s += data[u + m * r + q] * work[si + q]
                 work[sk + r] -= s
     for r in range(ndof):

@@ -66,6 +66,30 @@ def lu_block_solve(a, off, n, piv, poff, b, boff):
 
 
 @njit(cache=True)
+def lu_block_solve_columns(a, off, n, piv, poff, b, boff, ldb, ncols):
+    """:func:`lu_block_solve` for the first ``ncols`` columns of the n×``ldb`` row-major matrix
+    ``b[boff:]`` at once, in place (the same operations, column by column, in the same order)."""
+    for k in range(n):
+        p = piv[poff + k]
+        if p != k:
+            for c in range(ncols):
+                b[boff + ldb * k + c], b[boff + ldb * p + c] = b[boff + ldb * p + c], b[boff + ldb * k + c]
+    for i in range(n):
+        for j in range(i):
+            f = a[off + n * i + j]
+            for c in range(ncols):
+                b[boff + ldb * i + c] -= f * b[boff + ldb * j + c]
+    for i in range(n - 1, -1, -1):
+        for j in range(i + 1, n):
+            f = a[off + n * i + j]
+            for c in range(ncols):
+                b[boff + ldb * i + c] -= f * b[boff + ldb * j + c]
+        d = a[off + n * i + i]
+        for c in range(ncols):
+            b[boff + ldb * i + c] /= d
+
+
+@njit(cache=True)
 def factorize(data, flat, n, lu, piv):
     """LU of the matrix whose entries ``data[j]`` sit at row-major position ``flat[j]``.
 
