@@ -58,7 +58,7 @@ def is_rotation(c: int) -> bool:
 
 
 # ----------------------------------------------------------------------------------------------
-# compiled helpers: 3-vectors are tuples, 3×3 blocks are added straight into K
+# compiled helpers: 3-vectors are tuples, tangent entries go into the block K[ke]
 # ----------------------------------------------------------------------------------------------
 @njit(cache=True)
 def _sub(a, b):
@@ -73,6 +73,12 @@ def _add(a, b):
 @njit(cache=True)
 def _scale(f, a):
     return (f * a[0], f * a[1], f * a[2])
+
+
+@njit(cache=True)
+def _mix(f, a, h, b):
+    """f a + h b."""
+    return (f * a[0] + h * b[0], f * a[1] + h * b[1], f * a[2] + h * b[2])
 
 
 @njit(cache=True)
@@ -118,10 +124,21 @@ def _geometry(p, e, R, r, a, b):
 
 
 @njit(cache=True)
-def _row(c, p, e, R, r, a, b):
-    """Φ (for ANGLE the raw atan2) and G = [g_rA, g_θA, g_rB, g_θB] of the row of code c at one state."""
+def _angle(p, e, R, a, b):
+    """The vectors and trigonometry of an ANGLE row: u_A, w_A, u_B, s = w_A·u_B, c = u_A·u_B, ρ² and
+    ∂s/∂θ_A = w_A × u_B, ∂c/∂θ_A = u_A × u_B (their θ_B parts: the opposite)."""
+    uA = _material(p, e, _UA, R, a)
+    wA = _material(p, e, _WA, R, a)
+    uB = _material(p, e, _UB, R, b)
+    s, co = dot(wA, uB), dot(uA, uB)
+    return uA, wA, uB, s, co, s * s + co * co, cross(wA, uB), cross(uA, uB)
+
+
+@njit(cache=True)
+def _row(c, p, e, R, a, b, zA, zB, d):
+    """Φ (for ANGLE the raw atan2) and G = [g_rA, g_θA, g_rB, g_θB] of the row of code c at one state
+    (``zA, zB, d``: its :func:`_geometry`)."""
     prim = c // 16
-    zA, zB, d = _geometry(p, e, R, r, a, b)
     zero = (0.0, 0.0, 0.0)
     if prim == POINT:
         i = (c // 4) % 4
@@ -133,7 +150,7 @@ def _row(c, p, e, R, r, a, b):
         g = cross(u, v)
         return dot(u, v), zero, g, zero, _scale(-1.0, g)
     if prim == OFFSET:
-        u, _ = _vectors(p, e, c, R, a, b)
+        u = _material(p, e, _NA + 3 * ((c // 4) % 4), R, a)
         pB = _add(d, zA)  # x_B − r_A
         return dot(u, d), _scale(-1.0, u), cross(u, pB), u, _scale(-1.0, cross(u, zB))
     if prim == DISTANCE:
@@ -141,21 +158,16 @@ def _row(c, p, e, R, r, a, b):
         ev = _scale(1.0 / L, d)
         return L - p[e, _L], _scale(-1.0, ev), cross(ev, zA), ev, _scale(-1.0, cross(ev, zB))
     # ANGLE about n: s = w_A·u_B, c = u_A·u_B
-    uA = _material(p, e, _UA, R, a)
-    wA = _material(p, e, _WA, R, a)
-    uB = _material(p, e, _UB, R, b)
-    s, co = dot(wA, uB), dot(uA, uB)
-    rho2 = s * s + co * co
-    gs, gc = cross(wA, uB), cross(uA, uB)
+    _, _, _, s, co, rho2, gs, gc = _angle(p, e, R, a, b)
     g = ((co * gs[0] - s * gc[0]) / rho2, (co * gs[1] - s * gc[1]) / rho2, (co * gs[2] - s * gc[2]) / rho2)
     return np.arctan2(s, co), zero, g, zero, _scale(-1.0, g)
 
 
 @njit(cache=True)
-def _stiffness(c, p, e, R, r, a, b, f, K, ke):
-    """K += f ∂(G(q)ᵀ)/∂q, the geometric stiffness of the row of code c per unit multiplier, times f."""
+def _stiffness(c, p, e, R, a, b, zA, zB, d, f, K, ke):
+    """K[ke] += f ∂(G(q)ᵀ)/∂q, the geometric stiffness of the row of code c per unit multiplier,
+    times f (``zA, zB, d``: the :func:`_geometry` of the state)."""
     prim = c // 16
-    zA, zB, d = _geometry(p, e, R, r, a, b)
     if prim == POINT:
         i = (c // 4) % 4
         ei = (1.0 if i == 0 else 0.0, 1.0 if i == 1 else 0.0, 1.0 if i == 2 else 0.0)
@@ -171,55 +183,48 @@ def _stiffness(c, p, e, R, r, a, b, f, K, ke):
         _outer(K, ke, 9, 3, -f, u, v, s)
         _outer(K, ke, 9, 9, f, v, u, s)
     elif prim == OFFSET:
-        u, _ = _vectors(p, e, c, R, a, b)
+        u = _material(p, e, _NA + 3 * ((c // 4) % 4), R, a)
         pB = _add(d, zA)
+        uzB = dot(u, zB)
         _skew(K, ke, 0, 3, f, u)  # rA: −δa = â δθ_A
         _skew(K, ke, 3, 0, -f, u)  # θA: δ(a × p), p = x_B − r_A
         _outer(K, ke, 3, 3, f, u, pB, dot(u, pB))
         _skew(K, ke, 3, 6, f, u)
-        _outer(K, ke, 3, 9, -f, zB, u, dot(u, zB))
+        _outer(K, ke, 3, 9, -f, zB, u, uzB)
         _skew(K, ke, 6, 3, -f, u)  # rB: δa
-        _outer(K, ke, 9, 3, -f, u, zB, dot(u, zB))  # θB: −δ(a × z_B)
-        _outer(K, ke, 9, 9, f, zB, u, dot(u, zB))
+        _outer(K, ke, 9, 3, -f, u, zB, uzB)  # θB: −δ(a × z_B)
+        _outer(K, ke, 9, 9, f, zB, u, uzB)
     elif prim == DISTANCE:
         L = np.sqrt(dot(d, d))
         ev = _scale(1.0 / L, d)
-        # ∂e/∂u = P D / L, D = [−I, ẑ_A, I, −ẑ_B], P = I − e eᵀ; Gᵀλ = [−e; e×z_A; e; −e×z_B]
-        D = np.zeros((3, 12))
-        for m in range(3):
-            D[m, m] = -1.0
-            D[m, 6 + m] = 1.0
-        for m in range(3):
-            col = (1.0 if m == 0 else 0.0, 1.0 if m == 1 else 0.0, 1.0 if m == 2 else 0.0)
-            ca = cross(zA, col)  # ẑ_A e_m
-            cb = cross(zB, col)
-            for q in range(3):
-                D[q, 3 + m] = ca[q]
-                D[q, 9 + m] = -cb[q]
-        dE = np.empty((3, 12))
+        # ∂e/∂u = P D / L, D = [−I, ẑ_A, I, −ẑ_B], P = I − e eᵀ; Gᵀλ = [−e; e×z_A; e; −e×z_B], so column q
+        # of the block is f [−δe; δe × z_A; δe; −δe × z_B] with δe = P D_q / L
         for q in range(12):
-            ed = ev[0] * D[0, q] + ev[1] * D[1, q] + ev[2] * D[2, q]
-            for m in range(3):
-                dE[m, q] = (D[m, q] - ev[m] * ed) / L
-        for q in range(12):
-            de = (dE[0, q], dE[1, q], dE[2, q])
+            m = q % 3
+            em = (1.0 if m == 0 else 0.0, 1.0 if m == 1 else 0.0, 1.0 if m == 2 else 0.0)
+            side = q // 3
+            if side == 0:
+                col = _scale(-1.0, em)
+            elif side == 1:
+                col = cross(zA, em)  # ẑ_A e_m
+            elif side == 2:
+                col = em
+            else:
+                col = _scale(-1.0, cross(zB, em))
+            ed = dot(ev, col)
+            de = ((col[0] - ev[0] * ed) / L, (col[1] - ev[1] * ed) / L, (col[2] - ev[2] * ed) / L)
             ta = cross(de, zA)  # δe × z_A = −ẑ_A δe
             tb = cross(de, zB)
-            for m in range(3):
-                K[ke, m, q] -= f * de[m]
-                K[ke, 3 + m, q] += f * ta[m]
-                K[ke, 6 + m, q] += f * de[m]
-                K[ke, 9 + m, q] -= f * tb[m]
+            for r in range(3):
+                K[ke, r, q] -= f * de[r]
+                K[ke, 3 + r, q] += f * ta[r]
+                K[ke, 6 + r, q] += f * de[r]
+                K[ke, 9 + r, q] -= f * tb[r]
         # e × δz_A = ê(−ẑ_A δθ_A) = −(z_A eᵀ − (e·z_A) I) δθ_A; −e × δz_B = +(z_B eᵀ − (e·z_B) I) δθ_B
         _outer(K, ke, 3, 3, -f, zA, ev, dot(ev, zA))
         _outer(K, ke, 9, 9, f, zB, ev, dot(ev, zB))
     else:  # ANGLE: g = (c g_s − s g_c)/ρ², Gᵀλ = [0; g; 0; −g]
-        uA = _material(p, e, _UA, R, a)
-        wA = _material(p, e, _WA, R, a)
-        uB = _material(p, e, _UB, R, b)
-        s, co = dot(wA, uB), dot(uA, uB)
-        rho2 = s * s + co * co
-        gs, gc = cross(wA, uB), cross(uA, uB)
+        uA, wA, uB, s, co, rho2, gs, gc = _angle(p, e, R, a, b)
         g = ((co * gs[0] - s * gc[0]) / rho2, (co * gs[1] - s * gc[1]) / rho2, (co * gs[2] - s * gc[2]) / rho2)
         h = (2.0 * (s * gs[0] + co * gc[0]) / rho2, 2.0 * (s * gs[1] + co * gc[1]) / rho2,
              2.0 * (s * gs[2] + co * gc[2]) / rho2)  # ∂(ρ²)/∂θ_A / ρ² (its θ_B part: −h)
@@ -240,10 +245,10 @@ def _stiffness(c, p, e, R, r, a, b, f, K, ke):
 
 
 @njit(cache=True)
-def _quadratic(c, p, e, R, r, v, w, a, b):
-    """γ: the part of Φ̈ quadratic in the velocities (Φ̈ = G [a_A, α_A, a_B, α_B] + γ) at one state."""
+def _quadratic(c, p, e, R, r, v, w, a, b, zA, zB, d):
+    """γ: the part of Φ̈ quadratic in the velocities (Φ̈ = G [a_A, α_A, a_B, α_B] + γ) at one state
+    (``zA, zB, d``: its :func:`_geometry`)."""
     prim = c // 16
-    zA, zB, d = _geometry(p, e, R, r, a, b)
     wa, wb = row(w, a, 0), row(w, b, 0)
     cA = cross(wa, cross(wa, zA))  # centripetal parts of the points' accelerations
     cB = cross(wb, cross(wb, zB))
@@ -254,11 +259,7 @@ def _quadratic(c, p, e, R, r, v, w, a, b):
         if prim == PERP:
             u, t = _vectors(p, e, c, R, a, b)
             return dot(cross(wa, cross(wa, u)), t) + 2.0 * dot(cross(wa, u), cross(wb, t)) + dot(u, cross(wb, cross(wb, t)))
-        uA = _material(p, e, _UA, R, a)
-        wA = _material(p, e, _WA, R, a)
-        uB = _material(p, e, _UB, R, b)
-        s, co = dot(wA, uB), dot(uA, uB)
-        rho2 = s * s + co * co
+        uA, wA, uB, s, co, rho2, _, _ = _angle(p, e, R, a, b)
         gs_ = dot(cross(wa, cross(wa, wA)), uB) + 2.0 * dot(cross(wa, wA), cross(wb, uB)) + dot(wA, cross(wb, cross(wb, uB)))
         gc_ = dot(cross(wa, cross(wa, uA)), uB) + 2.0 * dot(cross(wa, uA), cross(wb, uB)) + dot(uA, cross(wb, cross(wb, uB)))
         ds = dot(cross(wa, wA), uB) + dot(wA, cross(wb, uB))  # ṡ, ċ
@@ -269,13 +270,24 @@ def _quadratic(c, p, e, R, r, v, w, a, b):
     vB = _add(row(v, b, 0), cross(wb, zB))
     dv = _sub(vB, vA)
     if prim == OFFSET:
-        u, _ = _vectors(p, e, c, R, a, b)
+        u = _material(p, e, _NA + 3 * ((c // 4) % 4), R, a)
         wu = cross(wa, u)
         return dot(cross(wa, wu), d) + 2.0 * dot(wu, dv) + dot(u, dd)
     L = np.sqrt(dot(d, d))  # DISTANCE
     ev = _scale(1.0 / L, d)
     ed = dot(ev, dv)
     return dot(ev, dd) + (dot(dv, dv) - ed * ed) / L
+
+
+@njit(cache=True)
+def _columns(K, ke, i, k, G, H):
+    """Column 12+i of K[ke] = k G (the bodies' rows) and row 12+i = k H (the bodies' columns);
+    G, H = [g_rA, g_θA, g_rB, g_θB]."""
+    for s_ in range(4):
+        g, h = G[s_], H[s_]
+        for q in range(3):
+            K[ke, 3 * s_ + q, 12 + i] = k * g[q]
+            K[ke, 12 + i, 3 * s_ + q] = k * h[q]
 
 
 @njit(cache=True)
@@ -288,12 +300,28 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
         a, b = body[e, 0], body[e, 1]
         m = int(p[e, _ROWS])
         ke = 0 if direct else e
-        if mode != NONE:
-            for r_ in range(w):
-                for q in range(w):
+        if mode != NONE:  # the block of the bodies and this instance's own unknowns (the rest: unused)
+            for r_ in range(12 + m):
+                for q in range(12 + m):
                     K[ke, r_, q] = 0.0
         for i in range(w):
             res[e, i] = 0.0
+        zA1, zB1, d1 = _geometry(p, e, R1, r1, a, b)
+        if mode == _ACCELERATION or mode == _VELOCITY:  # the constrained systems at one state
+            for i in range(m):
+                c = int(p[e, _CODE + i])
+                j = first[e] + i
+                _, g1rA, g1tA, g1rB, g1tB = _row(c, p, e, R1, a, b, zA1, zB1, d1)
+                rhs = target[j]
+                if mode == _ACCELERATION:
+                    rhs -= _quadratic(c, p, e, R1, r1, v1, w1, a, b, zA1, zB1, d1)
+                res[e, 12 + i] = scale[j] * rhs
+                G1 = (g1rA, g1tA, g1rB, g1tB)
+                _columns(K, ke, i, scale[j], G1, G1)
+            if direct:
+                add_block(K, ke, pos, e, data)
+            continue  # (no outputs: those of a state come from mode NONE)
+        zAn, zBn, dn = _geometry(p, e, Rn, rn, a, b)
         fA = (0.0, 0.0, 0.0)
         mA = (0.0, 0.0, 0.0)
         et, er = 0.0, 0.0
@@ -302,32 +330,17 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
             prim = c // 16
             j = first[e] + i
             lm, k, tg = lam[j], scale[j], target[j]
-            phi, g1rA, g1tA, g1rB, g1tB = _row(c, p, e, R1, r1, a, b)
-            if mode == _ACCELERATION or mode == _VELOCITY:
-                rhs = tg
-                if mode == _ACCELERATION:
-                    rhs -= _quadratic(c, p, e, R1, r1, v1, w1, a, b)
-                res[e, 12 + i] = k * rhs
-                G = (g1rA, g1tA, g1rB, g1tB)
-                for s_ in range(4):
-                    for q in range(3):
-                        K[ke, 3 * s_ + q, 12 + i] = k * G[s_][q]
-                        K[ke, 12 + i, 3 * s_ + q] = k * G[s_][q]
-                continue
+            phi, g1rA, g1tA, g1rB, g1tB = _row(c, p, e, R1, a, b, zA1, zB1, d1)
+            phi = phi - tg
             if prim == ANGLE:
-                phi = phi - tg
                 phi = phi - 2.0 * np.pi * np.floor((phi + np.pi) / (2.0 * np.pi))  # to [−π, π)
-            else:
-                phi = phi - tg
             if prim == PERP or prim == ANGLE:
                 er += phi * phi
             else:
                 et += phi * phi
-            _, gnrA, gntA, gnrB, gntB = _row(c, p, e, Rn, rn, a, b)
-            G = ((af * g1rA[0] + c1 * gnrA[0], af * g1rA[1] + c1 * gnrA[1], af * g1rA[2] + c1 * gnrA[2]),
-                 (af * g1tA[0] + c1 * gntA[0], af * g1tA[1] + c1 * gntA[1], af * g1tA[2] + c1 * gntA[2]),
-                 (af * g1rB[0] + c1 * gnrB[0], af * g1rB[1] + c1 * gnrB[1], af * g1rB[2] + c1 * gnrB[2]),
-                 (af * g1tB[0] + c1 * gntB[0], af * g1tB[1] + c1 * gntB[1], af * g1tB[2] + c1 * gntB[2]))
+            _, gnrA, gntA, gnrB, gntB = _row(c, p, e, Rn, a, b, zAn, zBn, dn)
+            G = (_mix(af, g1rA, c1, gnrA), _mix(af, g1tA, c1, gntA), _mix(af, g1rB, c1, gnrB),
+                 _mix(af, g1tB, c1, gntB))
             for s_ in range(4):
                 for q in range(3):
                     res[e, 3 * s_ + q] -= lm * G[s_][q]
@@ -335,24 +348,18 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
             fA = _sub(fA, _scale(lm, G[0]))
             mA = _sub(mA, _scale(lm, G[1]))
             if mode > NONE:
-                G1 = (g1rA, g1tA, g1rB, g1tB)
-                for s_ in range(4):
-                    for q in range(3):
-                        K[ke, 3 * s_ + q, 12 + i] = k * G[s_][q]
-                        K[ke, 12 + i, 3 * s_ + q] = k * G1[s_][q]
+                _columns(K, ke, i, k, G, (g1rA, g1tA, g1rB, g1tB))
                 if lm != 0.0:
-                    _stiffness(c, p, e, R1, r1, a, b, af * lm, K, ke)
-        if mode >= NONE:
-            zA = _material(p, e, _ZA, R1, a)
-            mz = _sub(mA, cross(zA, fA))  # about the joint's point
-            for q in range(3):
-                out[e, FORCE + q] = fA[q]
-                out[e, MOMENT + q] = mz[q]
-            out[e, LENGTH] = np.nan
-            out[e, POTENTIAL] = 0.0
-            out[e, POWER] = 0.0
-            out[e, POSITION_ERROR] = np.sqrt(et)
-            out[e, ANGLE_ERROR] = np.sqrt(er)
+                    _stiffness(c, p, e, R1, a, b, zA1, zB1, d1, af * lm, K, ke)
+        mz = _sub(mA, cross(zA1, fA))  # about the joint's point
+        for q in range(3):
+            out[e, FORCE + q] = fA[q]
+            out[e, MOMENT + q] = mz[q]
+        out[e, LENGTH] = np.nan
+        out[e, POTENTIAL] = 0.0
+        out[e, POWER] = 0.0
+        out[e, POSITION_ERROR] = np.sqrt(et)
+        out[e, ANGLE_ERROR] = np.sqrt(er)
         if mode != NONE and direct:
             add_block(K, ke, pos, e, data)
     return -1
