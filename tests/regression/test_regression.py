@@ -33,6 +33,7 @@ import pytest
 
 from mbsim.driver import run
 from mbsim.io.reader import read_trajectory
+from mbsim.model.model import Model
 from mbsim.scenario import load_scenario
 from tests.integration._examples_util import ANGLE_TOL, POSITION_TOL, example_paths, rotation_angle, scene_size
 
@@ -88,8 +89,12 @@ def regression_errors(path: Path) -> dict:
     fine = simulate(sc, ref, sc.time.step)
     coarse = simulate(sc, ref, 2 * sc.time.step)
     out = {}
+    # How a reaction splits among redundant joints is not determined by rigid-body mechanics: mbsim gives
+    # the removed equations none of it, the reference solver the minimum-norm split (mbsim.verify skips
+    # them alike); the motion is compared all the same.
+    split = bool(sc.joints) and any(j.removed for j in Model(sc).joints)
     for q, (key, floor) in TOLERANCE.items():
-        if key.startswith("joints/") and not sc.joints:
+        if key.startswith("joints/") and (not sc.joints or split):
             continue
         out[q] = (difference(q, fine, ref), FACTOR * difference(q, coarse, fine) / 3 + floor)
     out["_scene"] = scene_size(sc)
