@@ -55,6 +55,12 @@ from .scenario.spec import Ramp, Scenario, Table
 
 EXPECTED_ORDER = 2.0
 ORDER_TOLERANCE = 0.3
+# Quantities whose error may fall faster than Δt²: the energy balance of a motion that conserves
+# energy (or exchanges it only with drives and loads) is a first integral of the exact flow, and
+# generalized-α's leading error along it is a phase error; the energy it loses is its algorithmic
+# dissipation, O(Δt³) at low frequency (Chung & Hulbert 1993). Measured: Andrews' squeezer 2.96 and
+# 3.07, the IFToMM A01 pendulum 2.05 then 2.83. An order below 2 is still a defect.
+SUPERCONVERGENT = ("energy_balance",)
 # Accumulated round-off of n steps is bounded by ~n·ε·scale when the errors of
 # the steps add up; the factor covers the operations per step and the
 # reference's own round-off (observed: 5e-12 m after 200 steps of free fall
@@ -599,12 +605,17 @@ def _judge(name, words, unit, runs, errs, floor, tol) -> QuantityOrder:
         return QuantityOrder(name, words, unit, errs, orders, floor, "unmeasured",
                              f"{text}; order not measured (a run in between did not complete)")
     ords = " and ".join(f"{p:.2f}" for _, p in measured)
-    bad = [p for _, p in measured if abs(p - EXPECTED_ORDER) > tol]
+    if name in SUPERCONVERGENT:  # faster than 2 is what the scheme does here, not a defect
+        bad = [p for _, p in measured if p < EXPECTED_ORDER - tol]
+        expected, band = f"expected at least {_g(EXPECTED_ORDER)}", f" − {_g(tol)}"
+    else:
+        bad = [p for _, p in measured if abs(p - EXPECTED_ORDER) > tol]
+        band = f" ± {_g(tol)}"
     word = "order" if len(measured) == 1 else "orders"
     if not bad:
         return QuantityOrder(name, words, unit, errs, orders, floor, "ok", f"{text} ({word} {ords}; {expected}) — OK")
     return QuantityOrder(name, words, unit, errs, orders, floor, "off",
-                         f"{text} ({word} {ords}; {expected} ± {_g(tol)}) — NOT second order")
+                         f"{text} ({word} {ords}; {expected}{band}) — NOT second order")
 
 
 def _g(x) -> str:

@@ -230,7 +230,7 @@ def block_position(rows, cols, sizes, offsets: dict, sym=None) -> np.ndarray:
     start = np.concatenate(([0], np.cumsum(sizes)))
     rows, cols = np.asarray(rows, dtype=np.int64), np.asarray(cols, dtype=np.int64)
     if sym is not None:
-        o_perm = _parts.py_func(sym)[14]
+        o_perm = getattr(_parts, "py_func", _parts)(sym)[14]  # a Kernel, or its function when interpreted
         perm = sym[o_perm:o_perm + int(start[-1])]
         rows, cols = perm[rows], perm[cols]
     bi = np.searchsorted(start, rows, side="right") - 1

@@ -335,6 +335,20 @@ def test_verdict_wording(errors, status, words):
     assert q.status == status and words in q.verdict, q.verdict
 
 
+def test_the_energy_balance_may_converge_faster_than_second_order():
+    """Third order on the energy balance (a conservative motion: the scheme's dissipation is O(Δt³))
+    is fine; first order is not. Position errors at order 3 stay suspect."""
+    from mbsim.verify import StepRun, _judge
+    runs = [StepRun(h, label, "completed", "", 1, 1, 0.1, 3)
+            for h, label in zip((4e-3, 2e-3, 1e-3), ("Δt", "Δt/2", "Δt/4"))]
+    third, first = [8e-4, 1e-4, 1.25e-5], [1e-4, 5e-5, 2.5e-5]
+    q = _judge("energy_balance", "energy balance", "J", runs, third, 1e-12, 0.3)
+    assert q.status == "ok" and "(orders 3.00 and 3.00; expected at least 2) — OK" in q.verdict, q.verdict
+    q = _judge("energy_balance", "energy balance", "J", runs, first, 1e-12, 0.3)
+    assert q.status == "off" and "expected at least 2 − 0.3) — NOT second order" in q.verdict, q.verdict
+    assert _judge("position", "position", "m", runs, third, 1e-12, 0.3).status == "off"
+
+
 def test_verify_an_order_other_than_two_is_exit_1(tmp_path, capsys, monkeypatch):
     import mbsim.verify
     monkeypatch.setattr(mbsim.verify, "EXPECTED_ORDER", 3.0)  # rotation converges at 2, not 3

@@ -83,3 +83,24 @@ def test_poll_switches_an_interpreted_run_back_to_the_compiled_kernels(tmp_path,
     finally:
         kernels.interpret(False)
     assert isinstance(vars(stepper)["_rotations"], kernels.Kernel)
+
+
+def test_an_interpreted_run_of_a_closed_loop_of_joints_equals_the_compiled_one():
+    """joint_kinds (loops: the block sparse LU, its symbolic structure from a kernel) runs interpreted,
+    as on a first run, to the same numbers as compiled (it once failed there: a kernel's ``py_func``
+    asked of the plain function)."""
+    import dataclasses
+    from mbsim import kernels
+    from mbsim.driver import run
+    from mbsim.scenario import load_scenario
+    sc = load_scenario(str(Path(__file__).parents[2] / "scenarios" / "joint_kinds.yaml"))
+    sc = dataclasses.replace(sc, time=dataclasses.replace(sc.time, end=0.01), output=dataclasses.replace(
+        sc.output, interval=0.005))
+    compiled = run(sc, write=False, keep_frames=True)
+    kernels.interpret(True)
+    try:
+        first = run(sc, write=False, keep_frames=True)
+    finally:
+        kernels.interpret(False)
+    for k in ("bodies/position", "bodies/orientation", "joints/force", "joints/moment"):
+        assert np.array_equal(compiled.frames_data[k], first.frames_data[k]), k

@@ -184,11 +184,13 @@ print(json.dumps(caught))
 def _mutations():
     """(kind, mutation code, example paths) for every registered element kind: its action's sign
     flipped (1), and for the kinds that act at points, the moments z × f of their forces about the body
-    centres left out (2); the examples with a reference that use the kind, the smallest first."""
+    centres left out (2); the examples with a reference that use the kind, the cheapest first (bodies
+    × steps: a mutant that is not caught runs the whole example)."""
     from mbsim.elements import ELEMENTS
     out = []
     for k in ELEMENTS:
-        using = sorted((len(sc.bodies), str(p)) for p in example_paths() if (REFERENCE_DIR / f"{p.stem}.h5").exists()
+        using = sorted((len(sc.bodies) * sc.time.end / sc.time.step, str(p)) for p in example_paths()
+                       if (REFERENCE_DIR / f"{p.stem}.h5").exists()
                        for sc in [load_scenario(str(p))]
                        if any(c.type == k.type for c in (*sc.connectors, *sc.joints)))
         for how in (1, 2) if k.arms is not None else (1,):
