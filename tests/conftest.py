@@ -7,4 +7,26 @@ that path on purpose).  Subprocesses inherit it.
 """
 import os
 
+import pytest
+
 os.environ.setdefault("MBSIM_FIRST_RUN", "compile")
+
+
+@pytest.hookimpl(trylast=True)  # after -k and -m have deselected
+def pytest_collection_modifyitems(session, config, items):
+    """The mutation test of tests/regression compiles every kernel afresh in a process of its own:
+    start that process now, so that it compiles on the second core while the other tests run."""
+    if any(item.name == "test_the_suite_fails_on_a_wrong_model" for item in items):
+        import tempfile
+        from tests.regression.test_regression import start_mutants
+        config.mbsim_mutants_dir = tempfile.TemporaryDirectory(prefix="mbsim-mutants-")
+        config.mbsim_mutants = start_mutants(config.mbsim_mutants_dir.name)
+
+
+def pytest_unconfigure(config):
+    proc = getattr(config, "mbsim_mutants", None)
+    if proc is not None and proc.poll() is None:  # the test was not run (deselected, -x, Ctrl-C)
+        proc.kill()
+        proc.wait()
+    if getattr(config, "mbsim_mutants_dir", None) is not None:
+        config.mbsim_mutants_dir.cleanup()

@@ -198,22 +198,38 @@ def _mutations():
     return out
 
 
-def test_the_suite_fails_on_a_wrong_model(tmp_path):
-    """The checks above, on the examples that use each registered element kind, with that kind's
-    compiled law deliberately wrong (its action's sign flipped; its arm moments left out), must fail
-    for at least one example each.  In a fresh process whose numba cache is its own, so that the
-    mutants never reach the real cache."""
+def start_mutants(folder):
+    """Start the mutants' process (see the test below) in ``folder`` (its numba cache, its stdout and
+    stderr): it compiles every kernel afresh (about a minute and a half on 2 cores), so
+    ``tests/conftest.py`` starts it as soon as the test is collected, to compile while the other
+    tests run; the test then waits for its verdicts."""
     import json
     import os
     import subprocess
     import sys
+    folder = Path(folder)
     cases = _mutations()
-    assert all(paths for _, _, paths in cases), [k for k, _, paths in cases if not paths]
     root = REFERENCE_DIR.parents[1]
-    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(tmp_path / "numba-cache"))
-    done = subprocess.run([sys.executable, "-c", MUTANTS, json.dumps(cases)], cwd=root, env=env,
-                          capture_output=True, text=True, timeout=900)
-    assert done.returncode == 0, done.stderr[-3000:]
-    verdicts = json.loads(done.stdout.strip().splitlines()[-1])
+    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(folder / "numba-cache"))
+    with open(folder / "stdout", "w") as out, open(folder / "stderr", "w") as err:
+        proc = subprocess.Popen([sys.executable, "-c", MUTANTS, json.dumps(cases)], cwd=root, env=env,
+                                stdout=out, stderr=err)
+    proc.mbsim_cases, proc.mbsim_folder = cases, folder
+    return proc
+
+
+def test_the_suite_fails_on_a_wrong_model(request, tmp_path):
+    """The checks above, on the examples that use each registered element kind, with that kind's
+    compiled law deliberately wrong (its action's sign flipped; its arm moments left out), must fail
+    for at least one example each.  In a fresh process whose numba cache is its own, so that the
+    mutants never reach the real cache (started early by tests/conftest.py when it can be)."""
+    import json
+    proc = getattr(request.config, "mbsim_mutants", None) or start_mutants(tmp_path)
+    cases = proc.mbsim_cases
+    assert all(paths for _, _, paths in cases), [k for k, _, paths in cases if not paths]
+    proc.wait(timeout=900)
+    out, err = ((proc.mbsim_folder / name).read_text() for name in ("stdout", "stderr"))
+    assert proc.returncode == 0, err[-3000:]
+    verdicts = json.loads(out.strip().splitlines()[-1])
     assert len(verdicts) == len(cases)
     assert all(v.startswith("caught") for v in verdicts.values()), verdicts
