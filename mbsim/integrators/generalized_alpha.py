@@ -133,7 +133,9 @@ class State:
     trapezoidal rule of the next step).  ``a_prev``/``al_prev`` are the
     accelerations one step earlier and ``dt_prev`` that step's size: only the
     Newton predictor reads them (:meth:`GeneralizedAlpha.predict`), and
-    :meth:`GeneralizedAlpha.restart` drops them.  ``lam`` holds the elements' own
+    :meth:`GeneralizedAlpha.restart` drops them (and ``lam_prev``, ``lam_gap``: the own unknowns
+    of the step before and how long before ``lam``'s they belong, the start of the next step's
+    own unknowns, docs/newton.md).  ``lam`` holds the elements' own
     unknowns (a joint's multipliers, physical: N or N·m) of the step that led here,
     which belong to t − Δt + α_f Δt (THEORY §11), or, at t = 0 and after a restart,
     those of the constrained equations at t (:meth:`GeneralizedAlpha.multipliers`);
@@ -156,6 +158,8 @@ class State:
     al_prev: Optional[np.ndarray] = None
     dt_prev: float = 0.0
     lam: Optional[np.ndarray] = None  # None: zero
+    lam_prev: Optional[np.ndarray] = None  # lam of the step before (None: no history)
+    lam_gap: float = 0.0  # the time from lam_prev's to lam's (0: no history)
 
     def kinematics(self) -> Kinematics:
         return Kinematics.at_state(self.r, self.q, self.v, self.w)
@@ -537,7 +541,8 @@ class GeneralizedAlpha:
         counters = np.zeros(3, dtype=np.int64)
         return {
             "t0": t0,
-            "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy, self._lam(s)),
+            "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy, self._lam(s))
+            + self._lam_history(s),
             "model": (nm, m.mass, m.inertia, self._j_max, self._arm, af, p.alpha_m, p.beta, p.gamma),
             "loads": (F_alpha, M_alpha, FL, ML, TG, FE, TGE),
             "elements": f["elements"],
@@ -559,13 +564,23 @@ class GeneralizedAlpha:
         self.n_iterations += int(counters[0])
         self.solver.nlu += int(counters[1])
         self.n_assemblies += int(counters[2])
-        r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam = b["state"]
-        dt_prev = float(prev_dt[0])
+        r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = b["state"]
+        dt_prev, gap = float(prev_dt[0]), float(lam_gap[0])
         new = State(t, r, q, v, a, w, al, float(energy[0]), float(energy[1]), float(energy[2]), float(energy[3]),
                     a_prev if dt_prev > 0.0 else None, al_prev if dt_prev > 0.0 else None, dt_prev,
-                    lam if len(lam) else None)
+                    lam if len(lam) else None, lam_prev if len(lam) and gap > 0.0 else None,
+                    gap if len(lam) else 0.0)
         self.timing["compiled steps"] = self.timing.get("compiled steps", 0.0) + self.clock() - b["t0"]
         return new
+
+    def _lam_history(self, s: State) -> tuple:
+        """``(lam_prev, [lam_gap])`` of ``s`` for the compiled loop: the own unknowns of the step before
+        and how long before lam's they belong (zeros: none; the loop then starts the next step from lam
+        instead of extrapolating, docs/newton.md)."""
+        n = self.model.elements.n_unknowns
+        if s.lam_prev is None or not s.lam_gap > 0.0:
+            return np.zeros(n), np.zeros(1)
+        return np.array(s.lam_prev, dtype=float), np.array([s.lam_gap])
 
     def _lam(self, s: State) -> np.ndarray:
         """A copy of the elements' own unknowns of ``s`` (zero when it has none)."""
@@ -625,7 +640,7 @@ class GeneralizedAlpha:
         the last bit)."""
         if self._fused is not None:
             self._fused["lu_state"][0] = 0.0
-        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0, lam=self.multipliers(s))
+        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0, lam=self.multipliers(s), lam_prev=None, lam_gap=0.0)
 
     def update(self, d: np.ndarray, th: np.ndarray, du: np.ndarray):
         """Newton update of the increments of the moving bodies: ``d ← d + Δr`` and ``θ`` such that

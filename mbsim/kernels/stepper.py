@@ -271,7 +271,8 @@ def advance(nsteps, dt, status, *args):
 
 
 @njit(cache=True)
-def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, gravity, nm, mass, Jb,
+def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap, gravity,
+        nm, mass, Jb,
         j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1, TG, FE, TGE,
         el_start, el_body, el_data, el_index, el_joint, el_arm, el_stiff, el_first, el_ref, el_owner, el_rot, el_dofs,
         el_pos, body_pos, size, parent, order, dense_flat, sym, mode, modified, max_it, rtol, atol, roundoff, noise,
@@ -336,6 +337,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy; lam0[:] = lam
             lu_state[0] = 0.0  # a fresh tangent and no predictor history after every frame (GeneralizedAlpha.restart)
             prev_dt[0] = 0.0  # (lam: the frame's multipliers, see above)
+            lam_gap[0] = 0.0
         for step in range(spf):
             ks = f * spf + step
             # --- per-step constants (prepare) -------------------------------------------
@@ -376,7 +378,16 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     d[i, j] = dt * v[i, j] + dt * dt * ((0.5 - beta) * a[i, j]
                                                         + beta * (a[i, j] + ratio * (a[i, j] - a_prev[i, j])))
                     th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j] + beta * CA[j])
-            lam1[:] = lam  # the elements' own unknowns start from the last step's
+            # the elements' own unknowns start from the last step's, extrapolated linearly when the step
+            # before it is known (lam_gap[0] > 0): lam belongs to t_n + tau (the last step's t_n−1 + α_f Δt,
+            # or t_n itself after a frame's restart), the new ones to t_n + α_f Δt (THEORY §11)
+            tau = -(1.0 - af) * prev_dt[0]
+            if lam_gap[0] > 0.0:
+                wl = (af * dt - tau) / lam_gap[0]
+                for j in range(n_own):
+                    lam1[j] = lam[j] + wl * (lam[j] - lam_prev[j])
+            else:
+                lam1[:] = lam
             # --- Newton (the stopping test of mbsim.integrators.generalized_alpha) ------------
             have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
             last = np.inf
@@ -482,6 +493,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     dF = TG[f, step + 1, 0, j] - TG[f, step, 0, j]
                     if dF != 0.0:
                         energy[1] -= (lam[j] + wgt * (lam1[j] - lam[j])) * dF
+            lam_prev[:] = lam
+            lam_gap[0] = af * dt - tau  # from lam's time (t_n + tau) to lam1's (t_n + α_f Δt)
             lam[:] = lam1
             prev_dt[0] = dt
             _, pd = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el_first, lam, scale,
