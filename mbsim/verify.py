@@ -386,8 +386,8 @@ def diagnose(scenario: Scenario, span: float, runs: Sequence[StepRun], quantitie
     - An error that grows when Δt shrinks, or falls at order ~1 or less: the time
       discretization of a second-order scheme cannot do that, an error that does not
       shrink with Δt can -- Newton's stopping tolerance (integrator.newton.rtol, atol).
-    - A load given as a ramp or a table is only piecewise smooth: its kinks that lie
-      inside the verified span (0, span) lower the order; verify before the first.
+    - A load or a joint drive given as a ramp or a table is only piecewise smooth: its kinks
+      that lie inside the verified span (0, span) lower the order; verify before the first.
     - Orders that approach 2 from one halving to the next: Δt is not yet in the
       asymptotic range.
 
@@ -430,26 +430,35 @@ def diagnose(scenario: Scenario, span: float, runs: Sequence[StepRun], quantitie
 
 
 def load_kinks(scenario: Scenario, span: float) -> list:
-    """Times in (0, span) where a ramp or table load scale changes slope, sorted, with the load
-    that has them: ``[(t, "load 2 (force on 'c', ramp)"), ...]``.  A smooth_ramp has none (it is C²
-    at its ends, where only its third derivative jumps: the second-order scheme keeps its order)."""
+    """Times in (0, span) where a ramp or table load scale, or a joint's ramp or table drive,
+    changes slope, sorted, with what has them: ``[(t, "load 2 (force on 'c', ramp)"), (t, "joint
+    'crank' (angle drive, table)"), ...]``.  A smooth_ramp has none (it is C² at its ends, where
+    only its third derivative jumps: the second-order scheme keeps its order).  A drive prescribes a
+    position, so at its kinks the velocity jumps: a stronger break than a load's."""
     out = []
     for i, ld in enumerate(scenario.loads):
-        f = ld.scale
-        if isinstance(f, Ramp):
-            ts = [f.t0, f.t1] if f.start != f.end else []
-            kind = "ramp"
-        elif isinstance(f, Table):
-            t, v = np.asarray(f.times, float), np.asarray(f.values, float)
-            slopes = np.concatenate(([0.0], np.diff(v) / np.diff(t), [0.0]))
-            ts = [float(x) for x, a, b in zip(t, slopes[:-1], slopes[1:])
-                  if not np.isclose(a, b, rtol=1e-9, atol=1e-12 * float(np.abs(slopes).max(initial=0.0)))]
-            kind = "table"
-        else:
-            continue
+        ts, kind = _kinks(ld.scale)
         name = f"load {i + 1} ({ld.type} on '{ld.body}', {kind})"
         out += [(float(x), name) for x in ts if 0.0 < x < span]
+    for j in scenario.joints:
+        for what in ("angle", "displacement"):
+            ts, kind = _kinks(getattr(j, what))
+            name = f"joint '{j.name}' ({what} drive, {kind})"
+            out += [(float(x), name) for x in ts if 0.0 < x < span]
     return sorted(out)
+
+
+def _kinks(f) -> tuple:
+    """``(times, kind)``: where time function ``f`` changes slope (a ramp's ends, a table's
+    corners), none for the smooth ones (and for None)."""
+    if isinstance(f, Ramp):
+        return ([f.t0, f.t1] if f.start != f.end else []), "ramp"
+    if isinstance(f, Table):
+        t, v = np.asarray(f.times, float), np.asarray(f.values, float)
+        slopes = np.concatenate(([0.0], np.diff(v) / np.diff(t), [0.0]))
+        return [float(x) for x, a, b in zip(t, slopes[:-1], slopes[1:])
+                if not np.isclose(a, b, rtol=1e-9, atol=1e-12 * float(np.abs(slopes).max(initial=0.0)))], "table"
+    return [], ""
 
 
 # --------------------------------------------------------------------------

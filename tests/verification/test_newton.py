@@ -250,6 +250,23 @@ def test_kinks_are_where_a_ramp_or_table_changes_slope():
     assert load_kinks(dataclasses.replace(sc, loads=(flat,)), 10.0) == []  # a ramp from 0 to 0 has none
 
 
+def test_kinks_of_joint_drives_are_found_too():
+    """A drive prescribes a position: a ramp or table drive has kinks (the velocity jumps there),
+    named with the joint; joint_kinds' own drives (a smooth_ramp and a sine) have none."""
+    from mbsim.scenario.spec import Ramp, Table
+    sc = load_scenario(str(REPO / "scenarios" / "joint_kinds.yaml"))
+    assert load_kinks(sc, 10.0) == []
+    crank = next(j for j in sc.joints if j.angle is not None)
+    piston = next(j for j in sc.joints if j.displacement is not None)
+    joints = tuple(dataclasses.replace(j, angle=Ramp(0.1, 0.4, 0.0, 1.0)) if j is crank else
+                   dataclasses.replace(j, displacement=Table(np.array([0.0, 0.3, 0.8]), np.array([0.0, 0.1, 0.1])))
+                   if j is piston else j for j in sc.joints)
+    got = load_kinks(dataclasses.replace(sc, joints=joints), 0.5)
+    assert got == [(0.1, f"joint '{crank.name}' (angle drive, ramp)"),
+                   (0.3, f"joint '{piston.name}' (displacement drive, table)"),
+                   (0.4, f"joint '{crank.name}' (angle drive, ramp)")]  # 0.8: outside the span
+
+
 # ---------------------------------------------------------------------------
 # the Python API
 # ---------------------------------------------------------------------------
