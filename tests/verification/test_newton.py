@@ -156,10 +156,16 @@ def test_every_example_is_second_order_at_its_default_settings(path):
     """``mbsim verify`` at Δt, Δt/2, Δt/4 against the reference solver, with the example's own
     Newton settings (the defaults): order 2 ± 0.3 for every quantity above its floor."""
     sc = load_scenario(str(path))
-    rep = verify(sc, end=_span(sc))
+    rep = verify(sc, end=_span(sc), reference_rtol=REFERENCE_RTOL.get(path.stem, 1e-11))
     assert rep.runs_ok, [r.message for r in rep.runs]
     assert rep.passed, [q.verdict for q in rep.quantities]
     assert rep.hints == []
+
+
+# Andrews' squeezer: the reference at verify's 1e-11 costs ~20 s (DOP853 after a crank that reaches
+# 10³ rad/s); at 1e-9 every error, order and floor verify reports is the same to the digits it
+# prints (position 7.83e-08, 1.90e-08, 4.56e-09 m, floor 3.31e-10 m: round-off, not the reference).
+REFERENCE_RTOL = {"iftomm_a03_andrews": 1e-9}
 
 
 @pytest.mark.parametrize("name", ["spin_down", "loads"])
