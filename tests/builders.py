@@ -21,8 +21,9 @@ def spring(name, a, b, pa, pb, k, L0=None):
     return ConnectorSpec(name, "spring", a, b, points=fa([pa, pb]), stiffness=float(k), rest_length=L0)
 
 
-def damper(name, a, b, pa, pb, c):
-    return ConnectorSpec(name, "damper", a, b, points=fa([pa, pb]), damping=float(c))
+def damper(name, a, b, pa, pb, c, axial=False):
+    return ConnectorSpec(name, "damper", a, b, points=fa([pa, pb]), damping=float(c),
+                         params={"axial": True} if axial else {})
 
 
 def torsional(name, a, b, chi, projection="P1", axis=None):

@@ -422,6 +422,8 @@ class EquationsOfMotion:
         self._k = np.array([c.stiffness for c in cs[:ns]], dtype=float)
         self._l0 = np.array([c.rest_length for c in cs[:ns]], dtype=float)
         self._eps = np.array([c.damping for c in cs[ns:p]], dtype=float)[:, None]
+        self._axial = np.array([bool(c.params.get("axial", False)) for c in cs[ns:p]], dtype=bool)
+        self._damper_names = [c.name for c in cs[ns:p]]
 
         # torsional dampers: axis E = Λ_A,0ᵀ n_0 fixed in A's material frame (THEORY §7)
         ts = cs[p:]
@@ -604,12 +606,23 @@ class EquationsOfMotion:
             safe = np.where(length > 0.0, length, 1.0)  # L0 = 0 needs no direction
             f[:ns] = (self._k * (1.0 - self._l0 / safe))[:, None] * kin.c[:ns]
 
-        # damper, THEORY §7: f = ε_c (v_pt,B − v_pt,A), full relative velocity
+        # damper, THEORY §7: f = ε_c (v_pt,B − v_pt,A), full relative velocity; axial: its component
+        # along the line, f = ε_c L̇ c/L (L̇ = c·Δv/L)
         dissipation = 0.0
         if p > ns:
             ia, ib = self._ia[ns:p], self._ib[ns:p]
             dv = (kin.v_e[ib] + cross(kin.w_e[ib], kin.z_b[ns:p])) \
                 - (kin.v_e[ia] + cross(kin.w_e[ia], kin.z_a[ns:p]))
+            if self._axial.any():
+                length = kin.length[ns:p]
+                bad = self._axial & (length == 0.0)
+                if bad.any():
+                    name = self._damper_names[int(np.flatnonzero(bad)[0])]
+                    raise RuntimeError(f"damper '{name}': axial, and its points coincide at t = {t:.9g}, "
+                                       "so its direction is undefined")
+                e = kin.c[ns:p] / np.where(length > 0.0, length, 1.0)[:, None]
+                along = np.einsum("ij,ij->i", e, dv)[:, None] * e
+                dv = np.where(self._axial[:, None], along, dv)
             f[ns:p] = self._eps * dv
             dissipation += float(np.vdot(f[ns:p], dv))
 

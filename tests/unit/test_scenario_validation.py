@@ -486,6 +486,21 @@ def test_key_of_another_connector_type():
            "connectors[0]", 10, "'stiffness' is not a key of a damper")
 
 
+def test_axial_damper():
+    base = "  - {type: damper, bodies: [world, bob], damping: 1, "
+    s = parse_scenario(connectors(base + "points: [[0, 0, 0], [0, 0, 1]], axial: true}",
+                                  base + "points: [[0, 0, 0], [0, 0, 0]]}"))
+    assert s.connectors[0].params["axial"] is True and s.connectors[1].params["axial"] is False
+    expect(connectors(base + "points: [[0, 0, 0], [0, 0, 1]], axial: 1}"), "connectors[0].axial", 6,
+           "must be true or false, got")
+    expect(connectors(base + "points: [[0, 0, 0], [0, 0, 1]], axial: yes}"), "connectors[0].axial", 6,
+           "write true or false")
+    expect(connectors(base + "points: [[1, 2, 3], [1, 2, 3]], axial: true}"), "connectors[0].points", 6,
+           "an axial damper needs two distinct points at a finite distance")
+    expect(connectors(base + "points: [[0, 0, 0], [0, 0, 1]], axail: true}"), "connectors[0]", 6,
+           "did you mean 'axial'?")
+
+
 def test_connector_unknown_key_with_hint():
     expect(connectors("  - {type: damper, bodies: [world, bob], points: [[0, 0, 0], [0, 0, 0]], dampng: 1}"),
            "connectors[0]", 6, "did you mean 'damping'?")

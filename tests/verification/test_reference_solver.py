@@ -39,8 +39,9 @@ def spring(name, a, b, pa, pb, k, L0=None):
                          rest_length=float(L0))
 
 
-def damper(name, a, b, pa, pb, c):
-    return ConnectorSpec(name, "damper", a, b, points=fa([pa, pb]), damping=c)
+def damper(name, a, b, pa, pb, c, axial=False):
+    return ConnectorSpec(name, "damper", a, b, points=fa([pa, pb]), damping=c,
+                         params={"axial": True} if axial else {})
 
 
 def torsional(name, a, b, chi, projection, axis=None):
@@ -96,6 +97,28 @@ def test_mass_spring_damper_matches_underdamped_closed_form():
     e0 = 0.5 * m * v0 ** 2 + 0.5 * k * u0 ** 2
     np.testing.assert_allclose(sol.dissipated, e0 - 0.5 * m * du ** 2 - 0.5 * k * u ** 2,
                                atol=1e-9)
+
+
+def test_axial_damper_closed_form_and_central_force():
+    """Along its line an axial damper is m ẍ = −c ẋ; across it, it does nothing: a ball circling its
+    fixed end keeps its angular momentum about that end, and loses energy at c L̇² alone."""
+    m, c, v0 = 2.0, 3.0, 0.5
+    sc = scenario([body("bob", mass=m, position=(1, 0, 0), velocity=(v0, 0, 0))],
+                  [damper("d", "world", "bob", (0, 0, 0), (1, 0, 0), c, axial=True)], end=2.0)
+    sol = solve_reference(sc)
+    x = 1.0 + v0 * (m / c) * (1.0 - np.exp(-c * sol.time / m))
+    np.testing.assert_allclose(sol.position[:, 0, 0], x, rtol=0, atol=1e-9)
+    sc = scenario([body("bob", mass=m, position=(1, 0, 0), velocity=(v0, 2.0, 0))],
+                  [damper("d", "world", "bob", (0, 0, 0), (1, 0, 0), c, axial=True)], end=2.0)
+    sol = solve_reference(sc)
+    r, v = sol.position[:, 0], sol.velocity[:, 0]
+    h = m * np.cross(r, v)[:, 2]
+    np.testing.assert_allclose(h, h[0], rtol=1e-9)
+    L = np.linalg.norm(r, axis=1)
+    np.testing.assert_allclose(sol.connector_force[:, 0], (c * np.einsum("ij,ij->i", r, v) / L ** 2)[:, None] * r,
+                               atol=1e-9)
+    ke = 0.5 * m * np.einsum("ij,ij->i", v, v)
+    np.testing.assert_allclose(sol.dissipated, ke[0] - ke, atol=1e-9)
 
 
 # --------------------------------------------------------------------------
