@@ -33,7 +33,11 @@ An error can only be measured down to a *floor*, the larger of
   measured to ~10 %, enough for its order to ±0.15);
 - accumulated round-off, ``ROUND_OFF_FACTOR · n · ε · scale``, with ``n``
   the steps of the finest run, ε the machine epsilon and ``scale`` the
-  largest magnitude of the quantity in the reference (1 rad for rotations).
+  largest magnitude of the quantity in the reference (1 rad for rotations);
+- for the joint reactions, what Newton's test determines: ``rtol · scale``
+  (integrator.newton.rtol); for the reaction moments ``scale`` is the
+  moments' plus the forces' times the extent of the motion in both parts,
+  as a moment is a sum of moments of forces (see ``_orders``).
 
 Errors below it -- e.g. free fall, whose motion the scheme reproduces
 exactly -- are reported as "at round-off" and their order as not
@@ -345,7 +349,7 @@ def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[S
 
     quantities = []
     if ref.ok:
-        quantities = _orders(runs, ref_frames, check_frames, order_tolerance, reactions)
+        quantities = _orders(runs, ref_frames, check_frames, order_tolerance, reactions, scenario.integrator.rtol)
     for r in runs:  # the frames are large; the report keeps the numbers only
         r.frames_data = None
     return VerifyReport(scenario.name, span, interval, runs, ref, quantities,
@@ -540,8 +544,16 @@ def _errors_and_scales(f: dict, ref: dict) -> tuple[dict, dict]:
     return e, s
 
 
-def _orders(runs, ref_frames, check_frames, order_tolerance, reactions: bool = False) -> list:
-    """Errors, orders and verdicts of every quantity (with ``reactions``, the joints' too)."""
+def _orders(runs, ref_frames, check_frames, order_tolerance, reactions: bool = False, newton_rtol: float = 0.0) -> list:
+    """Errors, orders and verdicts of every quantity (with ``reactions``, the joints' too).
+
+    The joint reactions' floor has two more parts.  A state that Newton's test accepts is the exact
+    solution of the scheme with every force perturbed by up to ``rtol`` of its size (docs/newton.md),
+    so its reactions are determined to ``newton_rtol`` of the forces, not better; and a reaction
+    moment is a sum of moments of those forces, so its round-off and that tolerance are relative to
+    the forces times the mechanism's extent ℓ (the diagonal of the box the bodies move in), not to
+    the moment itself -- which may be zero by symmetry (a spinning governor's bearing) while its
+    forces are not."""
     quantities = _QUANTITIES + (_JOINT_QUANTITIES if reactions and "joints/force" in ref_frames else ())
     t_ref = ref_frames["time"]
     ref_error, _ = _errors_and_scales(check_frames, ref_frames)
@@ -559,9 +571,16 @@ def _orders(runs, ref_frames, check_frames, order_tolerance, reactions: bool = F
         for n in errors:
             errors[n][i] = e[n]
             scale[n] = max(scale[n], s[n])
+    floor_scale = dict(scale)
+    if "joint_moment" in scale:
+        pos = np.asarray(ref_frames["bodies/position"], dtype=float).reshape(-1, 3)
+        extent = float(np.linalg.norm(np.ptp(pos, axis=0))) if pos.size else 0.0
+        floor_scale["joint_moment"] = scale["joint_moment"] + scale["joint_force"] * extent
     out = []
     for name, words, unit in quantities:
-        floor = max(ref_error[name], ROUND_OFF_FACTOR * n_steps * np.finfo(float).eps * scale[name])
+        floor = max(ref_error[name], ROUND_OFF_FACTOR * n_steps * np.finfo(float).eps * floor_scale[name])
+        if name in ("joint_force", "joint_moment"):
+            floor = max(floor, newton_rtol * floor_scale[name])
         out.append(replace(_judge(name, words, unit, runs, errors[name], floor, order_tolerance), scale=scale[name]))
     return out
 

@@ -15,8 +15,10 @@ with joints also the joint reaction force [N] and moment [N*m] (over frames
 and joints; not when redundant joint equations were removed, whose share of
 the reactions is not determined).
 Errors below the floor -- the reference's own error (estimated by a second
-solve at 10 x its rtol) or accumulated round-off -- are reported as at
-round-off: their order cannot be measured, which is fine.
+solve at 10 x its rtol) or accumulated round-off; for joint reactions also
+Newton's rtol times the forces (times the extent of the motion, for the
+moments) -- are reported as at round-off: their order cannot be measured,
+which is fine.
 
 exit codes: 0 every measured order within 2 ± 0.3 (the energy balance: at
 least 1.7, faster is the scheme's low algorithmic dissipation) or errors at
