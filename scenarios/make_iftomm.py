@@ -414,7 +414,7 @@ A04_HEADER = """\
 # end), /joints/force (the reaction share of the removed equation is 0),
 # /energy (kinetic + potential constant).
 #
-# Run time: 10 s of simulated time, 10000 steps of 1 ms; under a second.
+# Run time: 10 s of simulated time, 20000 steps of 0.5 ms; about a second.
 """
 
 
@@ -462,6 +462,9 @@ def a05_yaml() -> str:
         springs.append(f"  - name: spring_{name[4:]}\n    type: spring\n    bodies: [slider, {name}]\n"
                        f"    points: [{vec((side * 0.05, 0.0, 0.5))}, {vec(mid)}]\n"
                        f"    stiffness: 8.0e+5\n    rest_length: 0.5")
+        springs.append(f"  - name: damper_{name[4:]}\n    type: damper\n    bodies: [slider, {name}]\n"
+                       f"    points: [{vec((side * 0.05, 0.0, 0.5))}, {vec(mid)}]\n"
+                       f"    damping: 4.0e+4\n    axial: true")
     joints.insert(0, revolute("bearing", "world", "shaft", (0.0, 0.0, 0.0), (0.0, 0.0, 1.0)))
     joints.insert(1, "  - {name: sleeve, type: prismatic, bodies: [shaft, slider], point: [0.0, 0.0, 0.5], "
                      "axis: [0.0, 0.0, 1.0]}")
@@ -469,11 +472,11 @@ def a05_yaml() -> str:
     return header + """\
 mbsim: 1
 name: iftomm_a05_governor
-description: IFToMM benchmark A05, the stiff flyball governor spinning freely (its dampers left out, see the header).
+description: IFToMM benchmark A05, the stiff flyball governor spinning freely.
 gravity: [0, 0, -9.81]
 time:
   end: 10.0
-  step: 2.0e-4
+  step: 5.0e-4
 integrator:
   rho_inf: 0.9
 output:
@@ -503,35 +506,33 @@ A05_HEADER = """\
 # 5 kg point mass at its end (rod and ball one body here: {m_rod:g} kg, centre
 # {r_c:.6f} m from the hinge, {i_rod:.6f} kg m^2 across, {i_bar_a:.1e} about
 # the rod). Each rod's midpoint is tied to the slider's side (x = +-0.05 m)
-# by the benchmark's stiff coupler, a spring of 8e5 N/m and rest length 0.5 m.
-# Initially s = 0.5 m, the rods 30 deg below horizontal (every coupler at rest
-# length) and the whole governor spins freely at 2 pi rad/s about z.
-#
-# What mbsim cannot express: the benchmark's coupler is a spring-damper whose
-# damper (4e4 N s/m) acts along the coupler, F = c dL/dt. mbsim's damper
-# (SCENARIO.md) acts on the full relative velocity of its two points; here the
-# points of a coupler move apart sideways at about omega x 0.43 m = 2.7 m/s
-# even in rigid rotation, so such a damper would brake the spin with ~1e5 N:
-# it is a different mechanism. The dampers are therefore left out. What they
-# did: damp the couplers' own stretching vibration (overdamped by c); here
-# the couplers, loaded suddenly by the spin at t = 0, ring undamped at
-# 382 rad/s (period 16.4 ms) by +-5.5e-5 m about their mean stretch of
-# 5.5e-5 m: that ringing, not in the benchmark, is all the dampers change
-# (s moves by less than 1e-4 m).
+# by the benchmark's stiff coupler, a spring-damper along the line of its
+# points: a spring of 8e5 N/m and rest length 0.5 m and an axial damper of
+# 4e4 N s/m (F = c dL/dt along the coupler: `axial: true`, an mbsim
+# extension; a damper on the full relative velocity of the points, which
+# move apart sideways at ~2.7 m/s even in rigid rotation, would brake the
+# spin with ~1e5 N). Initially s = 0.5 m, the rods 30 deg below horizontal
+# (every coupler at rest length) and the whole governor spins freely at
+# 2 pi rad/s about z.
 #
 # Reference value: the published plot of the benchmark's reference (10 s)
 # shows s oscillating between 0.50 and 0.745 m with a period of about
 # 1.03 s (first maximum at t = 0.5 s). The test compares mbsim with those
 # numbers and with values of mbsim's independent reference solver (DOP853
-# at 1e-11, which resolves the ringing) for this model.
+# at 1e-11) for this model.
 #
-# Step: 0.2 ms resolves the ringing (omega dt = 0.08). At 1 ms (omega dt =
-# 0.38) rho_inf = 0.9 damps most of it away, as the benchmark's dampers
-# would, and s stays within 2.5e-4 m of the undamped model's solution.
+# Step: 0.5 ms. The couplers are overdamped (their stretch relaxes at about
+# k/c = 20 1/s; the fast mode of the dampers against the balls' inertia is
+# what needs an implicit scheme). s converges at order 2 (its largest
+# difference over the 10 s from a run at 0.1 ms: 2.3e-5 m at 1 ms, 5.5e-6 m
+# at 0.5 ms); 0.5 ms is where the velocities are second order too from the
+# start (at 1 ms the couplers' loading at t = 0 is not yet resolved: their
+# first halving gives order 2.3).
 #
-# How close mbsim gets (step 0.2 ms): s within 2.1e-5 m of the reference
-# solver over the first 2 s, 1.3e-4 m over the 10 s; maxima 0.7437 m, minima
-# 0.4998-0.5000 m, period 1.025 s, like the benchmark's plot.
+# How close mbsim gets (step 0.5 ms): s within 4.0e-6 m of the reference
+# solver at t = 0.5, 1, ..., 10 s (1.6e-5 m at 1 ms, 6.5e-7 m at 0.2 ms);
+# maxima 0.7435-0.7436 m, minima 0.4999 m, period 1.024 s, like the
+# benchmark's plot.
 #
 # What it shows: a freely spinning mechanism with a stiff element (the
 # couplers, 8e5 N/m against 5 kg balls); angular momentum about z conserved
@@ -541,7 +542,7 @@ A05_HEADER = """\
 # angular_velocity of shaft (z: it speeds up as the balls come in),
 # /connectors/length of the springs, /momentum/angular.
 #
-# Run time: 10 s of simulated time, 50000 steps of 0.2 ms; a few seconds.
+# Run time: 10 s of simulated time, 20000 steps of 0.5 ms; about a second.
 """
 
 
