@@ -568,7 +568,9 @@ def test_verify_measures_the_joint_reactions_against_the_reference(tmp_path):
                                ("joint_moment", s.frames_data["joints/moment"], ref.joint_moment)):
         err = np.linalg.norm(mine - theirs, axis=-1).max()
         assert q[name].errors[0] == pytest.approx(err, rel=1e-3)
-        assert q[name].errors[0] > 100 * q[name].floor  # measured, not at round-off
+        # measured, far above the floor (round-off; for reactions also Newton's rtol of the forces, times the
+        # motion's extent for the moments: 5.6e-8 N m here against an error of 3.3e-6)
+        assert q[name].errors[0] > 30 * q[name].floor
 
 
 def test_verify_command_prints_the_joint_rows(tmp_path, capsys):
