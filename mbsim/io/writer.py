@@ -20,7 +20,7 @@ import h5py
 import numpy as np
 
 from .. import __version__
-from ..resources import frame_bytes
+from ..resources import estimate, frame_bytes
 
 FORMAT = "mbsim-trajectory"
 FORMAT_VERSION = 1
@@ -122,6 +122,17 @@ def _frame_dtype(path: str):
     return np.int32 if path == "solver/iterations" else np.float64
 
 
+def _chunk_rows(expected: int, cap: int) -> int:
+    """Frames per chunk of a per-frame dataset: the frames the run will store (``expected``) in as
+    few chunks of at most ``cap`` frames (about 1 MiB) as it takes, of equal size -- HDF5 stores whole
+    chunks, so a chunk sized for 37 000 frames made a 3-frame file 10-14 MB.  A run that stores more
+    (resumed with a later end) adds chunks of the same size."""
+    cap = max(1, int(cap))
+    n = int(min(max(1, expected), 2**40))
+    pieces = -(-n // cap)
+    return int(-(-n // pieces))
+
+
 class TrajectoryWriter:
     """Write one run to ``path``.
 
@@ -169,10 +180,11 @@ class TrajectoryWriter:
         f = self.f = h5py.File(tmp, "w")
         try:
             _header(f, scenario, attrs)
+            expected = estimate(scenario).frames
             for path_, (_, units, desc) in frame_datasets(len(scenario.joints)).items():
                 shape = _frame_shape(path_, scenario)
                 row = int(np.prod(shape)) * 8 or 8
-                chunk_rows = int(max(1, min(self.flush_frames, (1 << 20) // row)))
+                chunk_rows = _chunk_rows(expected, min(self.flush_frames, (1 << 20) // row))
                 # an empty axis (no connectors) must be extendible for HDF5 to accept a chunk of 1 along it
                 ds = f.create_dataset(path_, shape=(0,) + shape,
                                       maxshape=(None,) + tuple(s or None for s in shape),

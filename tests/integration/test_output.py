@@ -30,3 +30,36 @@ def test_the_copied_contract_checker_is_the_shared_one():
     """tests/contract/check_output.py must be the shared tool verbatim, so a bare clone checks the same contract."""
     assert contract.COPY.read_bytes() == contract.SHARED.read_bytes(), (
         "tests/contract/check_output.py differs from ../shared/tools/check_output.py: copy the shared one over")
+
+
+def test_result_files_are_about_the_size_of_their_data(tmp_path):
+    """HDF5 stores whole chunks: the per-frame datasets are chunked for the frames the run will store
+    (issue 15, item 6), so a 3-frame result of one body is tens of kB, not the 10-14 MB of chunks sized
+    for ~37 000 frames, and a long one is within 1.5x its raw frame data; both conform to OUTPUT.md."""
+    import os
+
+    from mbsim.driver import run
+    from mbsim.resources import frame_bytes
+    from mbsim.scenario import scenario_from_dict
+
+    def chain(n, frames):
+        bodies = [{"name": f"b{i}", "mass": 1.0, "inertia": [0.01, 0.02, 0.03], "position": [float(i), 0, 0]}
+                  for i in range(1, n + 1)]
+        conns = [{"name": f"s{i}", "type": "spring", "bodies": ["world" if i == 1 else f"b{i - 1}", f"b{i}"],
+                  "points": [[i - 1.0, 0, 0], [float(i), 0, 0]], "stiffness": 100.0} for i in range(1, n + 1)]
+        return scenario_from_dict({"mbsim": 1, "name": "size", "gravity": [0, 0, -9.81],
+                                   "time": {"end": (frames - 1) * 1e-3, "step": 1e-3}, "bodies": bodies,
+                                   "connectors": conns})
+
+    for n, frames, bound in ((1, 3, None), (30, 400, 1.5)):
+        sc = chain(n, frames)
+        out = tmp_path / f"size-{n}.h5"
+        s = run(sc, str(out), write=True)
+        assert s.status == "completed" and s.frames == frames
+        size = os.path.getsize(out)
+        raw = frames * frame_bytes(n, n, 0)
+        if bound is None:
+            assert size <= 100_000, size
+        else:
+            assert size <= bound * raw, (size, raw)
+        assert contract.check_output()(str(out), None) == []
