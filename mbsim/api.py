@@ -188,6 +188,14 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
         An unknown keyword (the message lists the valid ones).
     OutputFileError
         ``output`` cannot be written, or exists and ``overwrite`` is False.
+    ResourceError
+        The run would need more steps than is sensible (1e10), more memory than
+        the machine has free, or a larger file than the free disk space; the
+        message gives the estimate.
+    JointError
+        The joints refuse the scenario (``integrator.joints``: redundant
+        equations or inconsistent initial velocities with ``refuse``; also a
+        ValueError).
 
     Examples
     --------

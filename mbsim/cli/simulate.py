@@ -36,7 +36,8 @@ def register(sub, common, fmt) -> None:
                               "example:\n  mbsim run pendulum.yaml -o out/pendulum.h5 --end 0.5")
     r.add_argument("scenario", metavar="SCENARIO", help="scenario file (YAML)")
     r.add_argument("-o", "--output", metavar="OUT",
-                   help="result file; default: output.file of the scenario, else outputs/<name>.h5")
+                   help="result file; default: output.file of the scenario, else outputs/<name>.h5 (the name made a safe "
+                        "file name: never outside outputs/)")
     r.add_argument("--end", type=_positive_time, metavar="T",
                    help="stop at time T [s] instead of the scenario's time.end")
     r.add_argument("--quiet", action="store_true", help="print only errors")

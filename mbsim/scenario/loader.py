@@ -275,7 +275,7 @@ def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional
     if version is not None and not (kind(version) == "number" and version.value.lstrip("+") == "1"):
         r.report("mbsim", version, f"must be 1 (the format version this program reads), "
                                    f"got {describe(version)}")
-    name = r.optional(m, "name", lambda n, p: r.string(n, p, nonempty=True), default_name)
+    name = r.optional(m, "name", r.name, default_name)
     description = r.optional(m, "description", r.string, "")
     gravity = r.optional(m, "gravity", r.vector, np.zeros(3))
     time = _time(r, m)
@@ -445,7 +445,7 @@ def _body(r: Reader, node, path: str) -> _Body:
         return _Body(None, None, line_of(node))
     before = len(r.problems)
     name_node = r.require(m, "name")
-    name = None if name_node is None else r.string(name_node, m.sub("name"), nonempty=True)
+    name = None if name_node is None else r.name(name_node, m.sub("name"))
     fixed = r.optional(m, "fixed", r.boolean, False)
     why = " (a body that is not fixed needs it)"
     mass, inertia = 0.0, np.zeros((3, 3))
@@ -600,7 +600,7 @@ def _connector(r: Reader, node, path: str, index: int, known: dict) -> _Connecto
     before = len(r.problems)
     name_node = m.get("name")
     if name_node is not None:
-        name = r.string(name_node, m.sub("name"), nonempty=True)
+        name = r.name(name_node, m.sub("name"))
     else:
         name = None if ctype is None else f"{ctype}-{index}"
     result = _Connector(name, name_node, node)
@@ -699,7 +699,7 @@ def _joint(r: Reader, node, path: str, index: int, known: dict) -> _Connector:
     before = len(r.problems)
     name_node = m.get("name")
     if name_node is not None:
-        name = r.string(name_node, m.sub("name"), nonempty=True)
+        name = r.name(name_node, m.sub("name"))
     else:
         name = None if jtype is None else f"{jtype}-{index}"
     result = _Connector(name, name_node, node)

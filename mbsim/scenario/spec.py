@@ -9,6 +9,8 @@ dataclasses compare by identity (``eq=False``) because they hold arrays.
 """
 from __future__ import annotations
 
+import re
+
 from dataclasses import dataclass, field
 from typing import Mapping, Optional
 
@@ -215,6 +217,17 @@ class ConnectorSpec:
     params: Mapping[str, object] = field(default_factory=dict)  # a kind's values that have no field above
 
 
+_UNSAFE = re.compile(r'[\x00-\x1f\x7f/\\<>:"|?*]')
+
+
+def safe_file_name(name: str, limit: int = 200) -> str:
+    """``name`` as one file name in any directory on any system: path separators, control
+    characters and the characters Windows reserves become ``_``, leading and trailing dots and
+    spaces go (no ``..``, no hidden file), at most ``limit`` characters; ``result`` if nothing is left."""
+    out = _UNSAFE.sub("_", name).strip(" .")[:limit].strip(" .")
+    return out or "result"
+
+
 JOINT_TYPES = ("spherical", "revolute", "prismatic", "cylindrical", "planar", "universal", "lock", "distance")
 DRIVEN = {"revolute": ("angle",), "prismatic": ("displacement",), "cylindrical": ("angle", "displacement")}
 """The drives each joint type may carry (SCENARIO.md, joints)."""
@@ -310,4 +323,7 @@ class Scenario:
 
     @property
     def output_file(self) -> str:
-        return self.output.file if self.output.file is not None else f"outputs/{self.name}.h5"
+        """``output.file`` as written (SCENARIO.md: relative to the current directory), else
+        ``outputs/<name>.h5`` with the name made a safe file name (:func:`safe_file_name`): a name
+        like ``../../x`` in a scenario received from someone else does not write outside ``outputs/``."""
+        return self.output.file if self.output.file is not None else f"outputs/{safe_file_name(self.name)}.h5"

@@ -386,6 +386,19 @@ class Reader:
             return None
         return node.value
 
+    def name(self, node: Node, path: str) -> Optional[str]:
+        """A name (of the scenario, a body, a connector, a joint): non-empty text without control
+        characters -- a NUL cannot be stored in HDF5, a newline or escape would garble messages."""
+        value = self.string(node, path, nonempty=True)
+        if value is None:
+            return None
+        bad = next((i for i, ch in enumerate(value) if ord(ch) < 32 or ord(ch) == 127), None)
+        if bad is not None:
+            self.report(path, node, f"must not contain control characters; got U+{ord(value[bad]):04X} at "
+                                    f"position {bad + 1} of {_clip(value)!r}")
+            return None
+        return value
+
     def choice(self, node: Node, path: str, options: Iterable[str], what: str) -> Optional[str]:
         """One word out of ``options``."""
         options = tuple(options)

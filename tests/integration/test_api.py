@@ -450,6 +450,31 @@ def test_run_json_reports_a_failure_and_explains_it_on_stderr(tmp_path, capsys):
 # --------------------------------------------------------------------------
 # the package surface and the documented examples
 
+def test_a_run_too_large_raises_the_documented_resource_error():
+    """issue 15: ``end=1e9`` (1e11 steps) is refused before anything runs, with an exception the
+    package exports and ``simulate`` documents."""
+    with pytest.raises(mbsim.ResourceError, match="steps"):
+        mbsim.simulate(FLIGHT, end=1e9)
+    assert "ResourceError" in mbsim.simulate.__doc__ and "JointError" in mbsim.simulate.__doc__
+    from mbsim.model.constraints import JointError
+    from mbsim.resources import ResourceError
+    assert mbsim.ResourceError is ResourceError and mbsim.JointError is JointError
+
+
+def test_the_default_output_stays_in_outputs(tmp_path, monkeypatch):
+    """issue 15: a scenario named ``../../x`` (received from someone else) writes outputs/_.._x.h5 when
+    run without -o, not two directories up."""
+    from mbsim.cli import main
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "deep").mkdir()
+    monkeypatch.chdir(tmp_path / "deep")
+    text = "mbsim: 1\nname: ../../x\ntime: {end: 0.02, step: 0.01}\nbodies:\n  - {name: a, mass: 1, inertia: [1, 1, 1]}\n"
+    (tmp_path / "deep" / "evil.yaml").write_text(text)
+    assert main(["run", "evil.yaml", "--quiet"]) == 0
+    assert (tmp_path / "deep" / "outputs" / "_.._x.h5").is_file()
+    assert not (tmp_path / "x.h5").exists() and not (tmp_path.parent / "x.h5").exists()
+
+
 def test_package_exports():
     assert mbsim.simulate is mbsim.api.simulate and mbsim.load is mbsim.api.load
     assert mbsim.Result is mbsim.api.Result and mbsim.SimulationError is mbsim.api.SimulationError

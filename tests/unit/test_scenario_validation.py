@@ -346,6 +346,18 @@ def test_body_name_not_empty():
     expect(doc(*BASE, "  - {name: '', mass: 1, inertia: [1, 1, 1]}"), "bodies[1].name", 5, "must not be empty")
 
 
+def test_names_refuse_control_characters():
+    """A NUL cannot be stored in HDF5 (issue 15: it reached the writer as a ValueError); a newline or
+    an escape would garble every message that quotes the name."""
+    expect(doc(*BASE, '  - {name: "a\\0b", mass: 1, inertia: [1, 1, 1]}'), "bodies[1].name", 5,
+           "must not contain control characters; got U+0000 at position 2")
+    expect(doc(*BASE, 'name: "x\\ny"'), "name", 5, "got U+000A at position 2")
+    expect(connectors('  - {name: "s\\x1b[31m", type: damper, bodies: [world, bob], points: [[0, 0, 0], [0, 0, 1]], '
+                      'damping: 1}'), "connectors[0].name", 6, "got U+001B at position 2")
+    expect(joints('  - {name: "j\\x7f", type: spherical, bodies: [bob, arm], point: [0, 0, 0]}'), "joints[0].name", 7,
+           "got U+007F at position 2")
+
+
 def test_world_is_reserved():
     expect(doc(*BASE, "  - {name: world, fixed: true}"), "bodies[1].name", 5, "reserved")
 
