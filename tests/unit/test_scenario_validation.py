@@ -103,6 +103,37 @@ def quat_axis_angle(axis, angle):
 # --------------------------------------------------------------------------
 # the file and its YAML
 # --------------------------------------------------------------------------
+def test_what_is_not_a_regular_file_is_refused_before_it_is_opened(tmp_path, monkeypatch):
+    """issue 15: a FIFO blocked open() forever, /dev/zero was read until memory ran out."""
+    import os
+    cases = [(tmp_path, "is a directory, not a regular file")]
+    if hasattr(os, "mkfifo"):
+        os.mkfifo(tmp_path / "pipe.yaml")
+        cases.append((tmp_path / "pipe.yaml", "is a FIFO (named pipe), not a regular file"))
+    if os.path.exists("/dev/zero"):
+        cases.append(("/dev/zero", "is a character device, not a regular file"))
+    for path, message in cases:
+        with pytest.raises(ScenarioError) as info:
+            load_scenario(path)
+        [p] = info.value.problems
+        assert (p.path, p.line) == ("<file>", None) and message in p.message
+
+
+def test_scenario_files_above_the_size_cap_are_refused(tmp_path, monkeypatch):
+    from mbsim.scenario import loader
+    monkeypatch.setattr(loader, "MAX_SCENARIO_BYTES", 1000)
+    big = tmp_path / "big.yaml"
+    big.write_text(doc(*BASE) + "#" * 1000)
+    with pytest.raises(ScenarioError) as info:
+        load_scenario(big)
+    assert "MiB; scenario files above" in info.value.problems[0].message
+    with pytest.raises(ScenarioError, match="scenario files above"):
+        parse_scenario(big.read_text())
+    small = tmp_path / "small.yaml"
+    small.write_text(doc(*BASE))
+    assert load_scenario(small).bodies  # below the cap: read as before
+
+
 def test_missing_file(tmp_path):
     with pytest.raises(ScenarioError) as info:
         load_scenario(tmp_path / "nope.yaml")
