@@ -18,7 +18,8 @@ SCENARIO.md leaves open, made here:
   ``time.step`` within a relative 1e-9, so ``round(interval / step)`` is the
   stride); it may exceed ``time.end``;
 - a 3×3 inertia within the symmetry tolerance is stored symmetrized, and
-  positive definite means every eigenvalue > 1e-12 · the largest |eigenvalue|;
+  positive definite means every eigenvalue > 1e-12 · the largest |eigenvalue|
+  (for ``[I1, I2, I3]`` too: the smallest moment > 1e-12 · the largest);
 - a torsional damper's ``axis`` under P1/none is read (it must be numbers)
   but not stored;
 - names are any non-blank text; a number, boolean or null where a name
@@ -85,6 +86,8 @@ _EIGEN_RTOL = 1e-12
 _UNIT_TOL = 1e-6
 _MULTIPLE_RTOL = 1e-9
 DEFAULT_MIN_STEP = 1e-6  # time.min_step default, as a fraction of time.step (about 20 halvings)
+SMALLEST_STEP = 1e-100  # [s] time.step and min_step: 1/(βΔt²) times a position must stay finite
+MAX_ITERATIONS = 1000  # integrator.newton.max_iterations: the work arrays and counters are sized by it
 
 
 # --------------------------------------------------------------------------
@@ -358,8 +361,16 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
         r.report("time.step", step_node, f"time.step must not exceed time.end ({end_node.value}), "
                                          f"got {step_node.value}")
         return None
+    if step < SMALLEST_STEP:
+        r.report("time.step", step_node, f"must be at least {SMALLEST_STEP:g} s, got {step_node.value} "
+                                         f"(the scheme divides by βΔt², which would overflow)")
+        return None
     adaptive = r.optional(m, "adaptive", r.boolean, False)
-    min_step = r.optional(m, "min_step", lambda n, p: r.number(n, p, ">0"), DEFAULT_MIN_STEP * step)
+    min_step = r.optional(m, "min_step", lambda n, p: r.number(n, p, ">0"), max(DEFAULT_MIN_STEP * step, SMALLEST_STEP))
+    if min_step is not None and min_step < SMALLEST_STEP:
+        r.report("time.min_step", m.get("min_step"), f"must be at least {SMALLEST_STEP:g} s, got "
+                                                     f"{m.get('min_step').value} (the scheme divides by βΔt²)")
+        return None
     if min_step is not None and min_step > step:
         r.report("time.min_step", m.get("min_step"),
                  f"must not exceed time.step ({step_node.value}), got {m.get('min_step').value}")
@@ -386,6 +397,12 @@ def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
             if iterations is not None and iterations < 1:
                 r.report(nm.sub("max_iterations"), nm.get("max_iterations"),
                          f"must be a positive integer, got {nm.get('max_iterations').value}")
+            elif iterations is not None and iterations > MAX_ITERATIONS:
+                r.report(nm.sub("max_iterations"), nm.get("max_iterations"),
+                         f"must be at most {MAX_ITERATIONS}, got {_clip(nm.get('max_iterations').value)} (a Newton "
+                         f"iteration that has not converged in {MAX_ITERATIONS} iterations will not: use a smaller "
+                         f"time.step or time.adaptive)")
+                iterations = None
             newton = dict(
                 max_iterations=iterations,
                 rtol=r.optional(nm, "rtol", lambda n, p: r.number(n, p, ">0"), 1e-8),
@@ -516,6 +533,12 @@ def _inertia(r: Reader, node, path: str) -> Optional[np.ndarray]:
         return None
     if kinds != {"list"}:
         moments = r.numbers(node, path, 3, item=lambda n, p: r.number(n, p, ">0"))
+        if moments is not None and not min(moments) > _EIGEN_RTOL * max(moments):
+            # the matrix form's rule: a body this ill-conditioned has no computable rotation
+            r.report(path, node, f"must be positive definite to working precision: the smallest principal moment "
+                                 f"must exceed {_EIGEN_RTOL:g} × the largest, got {min(moments):g} and "
+                                 f"{max(moments):g}")
+            return None
         return None if moments is None else np.diag(moments)
     a = r.matrix(node, path)
     if a is None:

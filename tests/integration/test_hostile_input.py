@@ -172,7 +172,8 @@ def test_files_that_are_not_scenarios_are_refused(tmp_path, capsys, data):
     (lambda d: d.update(connectors=[]), None),               # ... and so are empty lists
     (lambda d: d["time"].update(step=float("nan")), "finite"),
     (lambda d: d.update(gravity=[0, 0, float("inf")]), "finite"),
-    (lambda d: d["time"].update(end=1e300, step=1e-300), "steps"),
+    (lambda d: d["time"].update(end=1e300, step=1e-300), "must be at least 1e-100 s"),  # βΔt² underflows
+    (lambda d: d["time"].update(end=1e300, step=1e-3), "steps"),  # 1e303 steps
 ])
 def test_named_hostile_cases(tmp_path, capsys, edit, expect):
     doc = copy.deepcopy(BASE)

@@ -377,6 +377,23 @@ def test_body_name_not_empty():
     expect(doc(*BASE, "  - {name: '', mass: 1, inertia: [1, 1, 1]}"), "bodies[1].name", 5, "must not be empty")
 
 
+def test_values_the_solver_cannot_take_are_refused():
+    """issue 15: a step whose βΔt² underflows (ZeroDivisionError), an iteration limit that cannot be
+    allocated (MemoryError), principal moments 600 orders apart (LinAlgError in the run)."""
+    top = [line for line in BASE if not line.startswith("time")]
+    expect(doc(*top[:1], "time: {end: 1.0e-300, step: 1.0e-300}", *top[1:]), "time.step", 2,
+           "must be at least 1e-100 s, got 1.0e-300")
+    expect(doc(*top[:1], "time: {end: 1, step: 0.01, adaptive: true, min_step: 1.0e-200}", *top[1:]),
+           "time.min_step", 2, "must be at least 1e-100 s")
+    assert parse_scenario(doc(*top[:1], "time: {end: 1.0e-99, step: 1.0e-99}", *top[1:])).time.min_step == 1e-100
+    expect(doc(*BASE, "integrator: {newton: {max_iterations: 9223372036854775808}}"),
+           "integrator.newton.max_iterations", 5, "must be at most 1000")
+    assert parse_scenario(doc(*BASE, "integrator: {newton: {max_iterations: 1000}}")).integrator.max_iterations == 1000
+    expect(doc(*BASE, "  - {name: rod, mass: 1, inertia: [1.0e-300, 1, 1.0e+300]}"), "bodies[1].inertia", 5,
+           "the smallest principal moment must exceed 1e-12 × the largest, got 1e-300 and 1e+300")
+    assert parse_scenario(doc(*BASE, "  - {name: rod, mass: 1, inertia: [2.0e-12, 1, 1]}")).bodies[-1].inertia[0, 0] == 2e-12
+
+
 def test_names_refuse_control_characters():
     """A NUL cannot be stored in HDF5 (issue 15: it reached the writer as a ValueError); a newline or
     an escape would garble every message that quotes the name."""
