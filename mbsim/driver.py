@@ -408,11 +408,19 @@ class _Loop:
             self.output_time += time.perf_counter() - t0
 
     def _write_frame(self, s, iterations, rnorm, dt):
+        if not _finite(s):  # the initial state (its accelerations from the loads at t = 0); later ones are checked
+            bad = [w for w, x in (("position", s.r), ("orientation", s.q), ("velocity", s.v),
+                                  ("angular velocity", s.w), ("acceleration", s.a), ("angular acceleration", s.al))
+                   if not np.all(np.isfinite(x))]
+            raise _NonFiniteFrame(f"at t = {s.t:.9g} s the state's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
+                                  f"not finite (a load, force or initial value beyond double precision); nothing "
+                                  f"from that frame on was written")
         fr = frame_quantities(self.model, s)
-        # The state is known to be finite; what can still overflow is what is computed from it:
-        # energies, momenta, connector actions (sums are finite only if every term is).
+        # What can still overflow is what is computed from the state: energies, momenta, connector actions
+        # and lengths (sums are finite only if every term is; a length is NaN for a torsional damper by design).
         if not fr.pop("_finite"):
-            bad = [k for k, v in fr.items() if k != "connectors/length" and not np.all(np.isfinite(v))]
+            bad = [k for k, v in fr.items()
+                   if (np.any(np.isinf(v)) if k == "connectors/length" else not np.all(np.isfinite(v)))]
             raise _NonFiniteFrame(f"at t = {s.t:.9g} s the frame's {', '.join(bad)} "
                                   f"{'is' if len(bad) == 1 else 'are'} not finite (magnitudes beyond double "
                                   f"precision); nothing from that frame on was written")

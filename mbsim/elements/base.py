@@ -91,11 +91,23 @@ class ElementKind:
         raise NotImplementedError
 
 
+MAX_EXTENT = 1e150  # [m] connector points: lengths and arms are squared in the laws
+
+
 def read_points(r, m) -> dict:
     """``points: [[xA, yA, zA], [xB, yB, zB]]``: the insertion points of a connector at t = 0."""
     node = r.require(m, "points")
     points = None if node is None else r.numbers(node, m.sub("points"), 2, item=r.vector, what="points")
-    return dict(points=None if points is None else np.array(points))
+    if points is None:
+        return dict(points=None)
+    points = np.array(points)
+    # the laws square lengths and arms (L = sqrt(c·c)): beyond ~1e154 m that overflows, so the points must
+    # be within MAX_EXTENT of the origin and of each other (halves first: far-apart points do not overflow here)
+    from ..scenario.yamlnodes import norm  # (the scenario package imports this module's kinds)
+    if 2.0 * norm(0.5 * points[1] - 0.5 * points[0]) > MAX_EXTENT or np.abs(points).max() > MAX_EXTENT:
+        r.report(m.sub("points"), node, f"the points are too far apart for a finite length (farther than "
+                                        f"{MAX_EXTENT:g} m from each other or from the origin: their squares overflow)")
+    return dict(points=points)
 
 
 def material_arms(points: np.ndarray, ia, ib, r0, R0) -> tuple[np.ndarray, np.ndarray]:

@@ -166,10 +166,9 @@ class Damper(ElementKind):
         fields["damping"] = r.required_number(m, "damping", ">=0")
         fields["axial"] = r.optional(m, "axial", r.boolean, False)
         points = fields["points"]
-        if fields["axial"] and points is not None and not 0.0 < norm(0.5 * points[1] - 0.5 * points[0]) < np.inf:
+        if fields["axial"] and points is not None and not norm(0.5 * points[1] - 0.5 * points[0]) > 0.0:
             r.report(m.sub("points"), m.get("points"),
-                     "an axial damper needs two distinct points at a finite distance: the line between them is its "
-                     "direction")
+                     "an axial damper needs two distinct points: the line between them is its direction")
         return fields
 
     @staticmethod

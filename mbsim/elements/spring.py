@@ -81,10 +81,10 @@ class Spring(ElementKind):
         fields = read_points(r, m)
         fields["stiffness"] = r.required_number(m, "stiffness", ">=0")
         points = fields["points"]
-        # halves first, so far-apart points give inf (refused) instead of overflowing
+        # halves first (read_points refuses points too far apart for a finite length)
         default = None if points is None else 2.0 * norm(0.5 * points[1] - 0.5 * points[0])
         if default is not None and not np.isfinite(default):
-            r.report(m.sub("points"), m.get("points"), "the points are too far apart for a finite length")
+            default = None
         fields["rest_length"] = r.optional(m, "rest_length", lambda n, p: r.number(n, p, ">=0"), default)
         return fields
 

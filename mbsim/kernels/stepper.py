@@ -730,6 +730,9 @@ def _frame_into(r, q, v, w, lam, scale, target, mass, Jb, gravity, el_start, el_
     for c in range(j_force.shape[0]):
         for j in range(3):
             total += j_force[c, j] + j_moment[c, j]
+    for c in range(length.shape[0]):  # NaN by design for torsional dampers; inf never
+        if np.isinf(length[c]):
+            total += np.inf
     out[8] = total
 
 

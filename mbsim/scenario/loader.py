@@ -853,6 +853,13 @@ def _drive(r: Reader, m: Map, jtype: str) -> dict:
     for key in allowed:
         f = r.optional(dm, key, lambda n, p: _time_function(r, n, p), None)
         if f is not None:
+            with np.errstate(all="ignore"):
+                rates = [float(f.derivative(0.0, k)) for k in (0, 1, 2)]
+            if not all(math.isfinite(x) for x in rates):
+                r.report(dm.sub(key), dm.get(key), f"is not finite at t = 0: F, F' and F'' are "
+                                                   f"{', '.join(f'{x:g}' for x in rates)} (numbers beyond double "
+                                                   f"precision)")
+                continue
             f0 = float(f(0.0))
             if not abs(f0) <= _DRIVE_ZERO:
                 r.report(dm.sub(key), dm.get(key),
@@ -882,6 +889,13 @@ def _load(r: Reader, node, path: str, known: dict) -> Optional[LoadSpec]:
     vector = None if vector_node is None else r.vector(vector_node, m.sub("vector"))
     scale = r.optional(m, "scale", lambda n, p: _time_function(r, n, p), Constant())
     if len(r.problems) > before:
+        return None
+    with np.errstate(all="ignore"):
+        first = np.asarray(vector, dtype=float) * float(scale(0.0))
+    if not np.all(np.isfinite(first)):
+        where = "scale" if m.has("scale") else "vector"
+        r.report(m.sub(where), m.get(where), f"the load is not finite at t = 0: vector × scale = "
+                                             f"[{', '.join(f'{x:g}' for x in first)}] (numbers beyond double precision)")
         return None
     return LoadSpec(type=ltype, body=body, vector=frozen_array(vector), scale=scale, line=m.line)
 

@@ -394,6 +394,20 @@ def test_values_the_solver_cannot_take_are_refused():
     assert parse_scenario(doc(*BASE, "  - {name: rod, mass: 1, inertia: [2.0e-12, 1, 1]}")).bodies[-1].inertia[0, 0] == 2e-12
 
 
+def test_loads_and_drives_must_be_finite_at_the_start():
+    """issue 15: a sine of frequency 1e308 is NaN at t = 0 (2π f overflows, times t = 0) and stored NaN
+    accelerations in frame 0; a drive's rates are needed at t = 0 for the initial accelerations."""
+    expect(doc(*BASE, "loads:", "  - {type: force, body: bob, vector: [1, 0, 0], "
+                                "scale: {sine: {amplitude: 1, frequency: 1.0e+308, phase: 0.5}}}"),
+           "loads[0].scale", 6, "the load is not finite at t = 0: vector × scale = [nan, nan, nan]")
+    expect(doc(*BASE, "loads:", "  - {type: force, body: bob, vector: [1.0e+300, 0, 0], scale: {constant: 1.0e+300}}"),
+           "loads[0].scale", 6, "the load is not finite at t = 0: vector × scale = [inf, 0, 0]")
+    assert parse_scenario(doc(*BASE, "loads:", "  - {type: torque, body: bob, vector: [1.0e+308, 0, 0]}")).loads
+    expect(joints("  - {type: revolute, bodies: [world, arm], point: [0, 0, 0], axis: [0, 0, 1], "
+                  "drive: {angle: {sine: {amplitude: 1.0e+300, frequency: 1.0e+10}}}}"),
+           "joints[0].drive.angle", 7, "is not finite at t = 0: F, F' and F'' are 0, inf")
+
+
 def test_names_refuse_control_characters():
     """A NUL cannot be stored in HDF5 (issue 15: it reached the writer as a ValueError); a newline or
     an escape would garble every message that quotes the name."""
@@ -556,7 +570,11 @@ def test_axial_damper():
     expect(connectors(base + "points: [[0, 0, 0], [0, 0, 1]], axial: yes}"), "connectors[0].axial", 6,
            "write true or false")
     expect(connectors(base + "points: [[1, 2, 3], [1, 2, 3]], axial: true}"), "connectors[0].points", 6,
-           "an axial damper needs two distinct points at a finite distance")
+           "an axial damper needs two distinct points")
+    expect(connectors(base + "points: [[-1.0e+200, 0, 0], [1.0e+200, 0, 0]], axial: true}"), "connectors[0].points", 6,
+           "the points are too far apart for a finite length")
+    expect(connectors(base + "points: [[-1.0e+200, 0, 0], [1.0e+200, 0, 0]]}"), "connectors[0].points", 6,
+           "the points are too far apart for a finite length")  # issue 15: a damper wrote inf lengths
     expect(connectors(base + "points: [[0, 0, 0], [0, 0, 1]], axail: true}"), "connectors[0]", 6,
            "did you mean 'axial'?")
 
