@@ -27,7 +27,7 @@ from .kernels import firstrun
 from .model.constraints import JointError, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
 from .model.model import Model
 from .scenario.spec import Scenario
-from .stepping import controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
+from .stepping import collapsed, controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
 
 from .exitcodes import EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER  # noqa: E402,F401  (re-exported)
 
@@ -528,8 +528,14 @@ class _Loop:
                         message = (f"step {k} from t = {s.t:.9g} s to t = {t_target:.9g} s produced a state that "
                                    f"is not finite; nothing after t = {self.last_frame_t:.9g} s was written")
                         break
+                    s_before = s.t
                     s = replace(res.state, t=t_target)
-                    ctl.accepted(res)
+                    ctl.accepted(res, s_before, dt)
+                    stop = collapsed(ctl, s.t)
+                    if stop is not None:
+                        status, code, failure = "failed", EXIT_SOLVER, "collapsed"
+                        message = f"at t = {s.t:.9g} s {stop}. The last frame stored is at t = {self.last_frame_t:.9g} s."
+                        break
                     if is_frame:
                         # the steps that follow depend only on that frame (no predictor history, a
                         # fresh tangent), so a run resumed from it repeats them to the last bit; and

@@ -12,7 +12,7 @@ import os
 import shutil
 from dataclasses import dataclass
 
-from .stepping import step_schedule
+from .stepping import COLLAPSED_STEPS, step_schedule
 
 WARN_OUTPUT_BYTES = 2 * 1024**3  # warn above 2 GiB of trajectory
 MAX_STEPS = 10**10  # ~10 days at 10^4 steps/s: refuse more unless allowed
@@ -85,6 +85,11 @@ def check(scenario, output: str | None, end: float | None = None, allow_large: b
     warnings = []
     tm = scenario.time
     span = tm.end if end is None else end
+    # (only below the default 1e-6 · step: every long adaptive run would warn otherwise)
+    if tm.adaptive and e.steps <= MAX_STEPS and span / tm.min_step > MAX_STEPS and tm.min_step < 0.999e-6 * tm.step:
+        warnings.append(f"time.min_step = {tm.min_step:g} s lets the adaptive step shrink until reaching t = {span:g} s "
+                        f"would take {span / tm.min_step:.3g} steps; a run whose step collapses stops after "
+                        f"{COLLAPSED_STEPS} tiny steps, a larger min_step stops it at once")
     if e.steps > MAX_STEPS and not allow_large:
         raise ResourceError(
             f"the run would take {e.steps:.3g} steps of {tm.step:g} s to reach t = {span:g} s "

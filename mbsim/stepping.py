@@ -21,6 +21,12 @@ from typing import Optional
 
 GROW_AFTER = 4
 EASY_ITERATIONS = 4
+# A step that has collapsed: this many accepted steps in a row, every one below COLLAPSED_FRACTION of
+# time.step, and at that pace more than COLLAPSED_REMAINING steps still to go, end the run (issue 15: a
+# stiff model crawled through 2.5e-9 s of 0.05 s in 20 s with nothing telling the user).
+COLLAPSED_STEPS = 100_000
+COLLAPSED_FRACTION = 1e-3
+COLLAPSED_REMAINING = 1e9
 
 
 def step_schedule(end: float, step: float, interval: float):
@@ -64,7 +70,7 @@ class FixedSteps:
         t1 = k * self.step if k <= self.n_full else self.end
         return t1, (k % self.every == 0 or k == self.n_total)
 
-    def accepted(self, res) -> None:
+    def accepted(self, res, t: float = 0.0, dt: float = 0.0) -> None:
         self.k += 1
 
     def full_steps_to_frame(self) -> int:
@@ -101,6 +107,8 @@ class AdaptiveSteps:
         self.rejected = 0
         self.j = int(math.floor(t0 / interval + 1e-9)) + 1  # index of the next frame time
         self._at_frame = False
+        self.small, self.small_t0 = 0, t0  # accepted steps in a row below COLLAPSED_FRACTION · step, since
+        self.why_small = ""  # what the last rejected step said
 
     def _frame_time(self) -> float:
         return min(self.j * self.interval, self.end)
@@ -113,7 +121,14 @@ class AdaptiveSteps:
         self._at_frame = tf - t <= self.dt * (1 + 1e-9)
         return (tf if self._at_frame else t + self.dt), self._at_frame
 
-    def accepted(self, res) -> None:
+    def accepted(self, res, t: float = 0.0, dt: float = 0.0) -> None:
+        """Step ``t`` → ``t + dt`` was accepted (``t, dt`` feed :meth:`collapsed`)."""
+        if dt < COLLAPSED_FRACTION * self.max_step:
+            if self.small == 0:
+                self.small_t0 = t
+            self.small += 1
+        else:
+            self.small = 0
         if self._at_frame:
             self.j += 1
         self.easy = self.easy + 1 if res.iterations <= EASY_ITERATIONS else 0
@@ -125,12 +140,29 @@ class AdaptiveSteps:
         """Halve the step and retry (None), or give up below ``min_step`` (the reason)."""
         self.rejected += 1
         self.easy = 0
+        self.why_small = getattr(res, "message", "") or ""
         half = 0.5 * min(self.dt, dt)
         if half < self.min_step:
             return (f"the step was cut to {dt:.3g} s and half of it would fall below "
                     f"time.min_step = {self.min_step:.3g} s")
         self.dt = half
         return None
+
+
+def collapsed(ctl, t: float) -> Optional[str]:
+    """Why an adaptive run should stop because its step has collapsed (see COLLAPSED_STEPS), or None."""
+    if not getattr(ctl, "adaptive", False) or ctl.small < COLLAPSED_STEPS:
+        return None
+    pace = (t - ctl.small_t0) / ctl.small  # the mean step of the stretch
+    remaining = (ctl.end - t) / pace if pace > 0 else math.inf
+    if remaining <= COLLAPSED_REMAINING:
+        return None
+    why = f" (the last larger step failed: {ctl.why_small})" if ctl.why_small else ""
+    return (f"the step has collapsed: the last {ctl.small} steps were all below {COLLAPSED_FRACTION:g} × time.step "
+            f"= {COLLAPSED_FRACTION * ctl.max_step:.3g} s, {pace:.3g} s on average, and took t only from "
+            f"{ctl.small_t0:.9g} s to {t:.9g} s; at that pace time.end = {ctl.end:g} s is {remaining:.3g} steps away"
+            f"{why}. A larger time.min_step ends such a run at once; the model may have an element far stiffer or "
+            f"faster than the rest (look at the largest residual named above), or need a smaller time.step")
 
 
 def controller_for(scenario, t0: float = 0.0):

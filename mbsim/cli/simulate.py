@@ -202,6 +202,9 @@ def format_hints(s: "driver.RunSummary", sc) -> str:
                 "undefined: move its insertion points apart, set rest_length: 0 (a zero-length spring), "
                 "or keep the bodies from meeting (check initial velocities, loads and gravity)")
     hints = []
+    if s.failure == "collapsed":
+        hints.append(f"a larger time.min_step (now {_g(sc.time.min_step)} s): a step that has to shrink that far "
+                     f"then ends the run at once instead of crawling")
     if s.failure == "nonfinite":
         hints.append("numbers overflowed: look for extreme values in loads, stiffness or initial velocities")
     hints.append(f"a smaller time.step (now {_g(sc.time.step)} s; try {_g(sc.time.step / 4)} s)")

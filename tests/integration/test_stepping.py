@@ -149,6 +149,50 @@ def test_adaptive_gives_up_below_min_step_and_says_so():
     assert "time.min_step" in res.message and res.rejected_steps >= 1
 
 
+def test_a_collapsed_step_is_found_and_named():
+    """issue 15: COLLAPSED_STEPS accepted steps in a row below COLLAPSED_FRACTION of time.step, with more
+    than COLLAPSED_REMAINING still to go at that pace, is a collapse; fewer, or near the end, is not."""
+    from mbsim import stepping
+    c = AdaptiveSteps(end=1.0, step=0.1, interval=0.25, min_step=1e-20)
+    t = 0.0
+    for k in range(stepping.COLLAPSED_STEPS - 1):
+        c.accepted(_Res(2), t, 1e-12)
+        t += 1e-12
+    assert stepping.collapsed(c, t) is None  # one step short
+    c.accepted(_Res(2), t, 1e-12)
+    t += 1e-12
+    why = stepping.collapsed(c, t)
+    assert why is not None and f"the last {stepping.COLLAPSED_STEPS} steps were all below" in why
+    assert "1e+12 steps away" in why and "time.min_step" in why
+    c.accepted(_Res(2), t, 0.05)  # a normal step ends the stretch
+    assert c.small == 0 and stepping.collapsed(c, t) is None
+    near = AdaptiveSteps(end=1.0, step=0.1, interval=0.25, min_step=1e-20)
+    t = 1.0 - 2e-7
+    for k in range(stepping.COLLAPSED_STEPS):
+        near.accepted(_Res(2), t, 1e-12)
+        t += 1e-12
+    assert stepping.collapsed(near, t) is None  # ~1e5 steps to go: slow, but it ends
+    assert stepping.collapsed(FixedSteps(end=1.0, step=0.1, interval=0.1), 0.5) is None
+
+
+def test_a_run_whose_step_collapses_fails_with_the_reason(monkeypatch, capsys, tmp_path):
+    """The driver ends such a run (exit 3, status failed) with a message that says how far it got and
+    what failed, and the command line's hints start with time.min_step."""
+    from mbsim import stepping
+    from mbsim.cli import main
+    monkeypatch.setattr(stepping, "COLLAPSED_STEPS", 3)
+    monkeypatch.setattr(stepping, "COLLAPSED_FRACTION", 0.9)  # every cut step counts as collapsed here
+    monkeypatch.setattr(stepping, "COLLAPSED_REMAINING", 0.0)
+    res = run(parse_scenario(STIFF % ", adaptive: true"), write=False)
+    assert res.status == "failed" and "the step has collapsed: the last 3 steps" in res.message
+    assert "the last larger step failed:" in res.message
+    path = tmp_path / "stiff.yaml"
+    path.write_text(STIFF % ", adaptive: true")
+    assert main(["run", str(path), "-o", str(tmp_path / "stiff.h5"), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "what to try:\n  - a larger time.min_step (now 5e-08 s)" in err
+
+
 def test_adaptive_keys_are_validated():
     from mbsim.scenario import ScenarioError
     bad = STIFF % ", adaptive: yes, min_step: 0.5"
