@@ -21,7 +21,10 @@ import argparse
 import os
 import sys
 import traceback
+import warnings
 from typing import Optional, Sequence
+
+import numpy as np
 
 from .. import __version__
 from . import compare, export, simulate, verify, visual
@@ -87,7 +90,13 @@ def main(argv: Optional[Sequence[str]] = None) -> int:
         _err(f"mbsim: choose a command: {', '.join(parser.command_names)} (mbsim --help explains them)")
         return EXIT_INVALID
     try:
-        return args.handler(args)
+        if getattr(args, "debug", False):
+            return args.handler(args)
+        # numpy's and matplotlib's RuntimeWarnings (overflow, NaN in a plot's limits) are not messages for a
+        # user: every command says itself what is wrong with a file or a run (--debug shows them)
+        with warnings.catch_warnings(), np.errstate(all="ignore"):
+            warnings.simplefilter("ignore", RuntimeWarning)
+            return args.handler(args)
     except KeyboardInterrupt:  # outside the driver's own handling, e.g. while loading
         _err("interrupted")
         return EXIT_INTERRUPTED

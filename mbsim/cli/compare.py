@@ -5,6 +5,7 @@ import argparse
 import json
 import math
 import os
+import warnings
 
 from ..compare import DEFAULT_ATOL, DEFAULT_RTOL
 from ._util import EXIT_DIFFERENCES, EXIT_INVALID, EXIT_OK, _count, _err, _g, _out, _plain
@@ -101,18 +102,22 @@ def _cmd_compare(args) -> int:
 
 def _read_result(path):
     """``(trajectory dict, None)`` or ``(None, message saying what to do)``."""
-    from ..io.reader import ResultFileError, read_trajectory
+    from ..io.reader import ResultFileError, UnequalLengthsWarning, read_trajectory
     hint = "give the path of a .h5 file written by `mbsim run`"
     if not os.path.exists(path):
         return None, f"{path}: no such file; {hint}"
     if os.path.isdir(path):
         return None, f"{path}: is a directory; {hint}"
     try:
-        return read_trajectory(path), None
+        with warnings.catch_warnings(record=True) as seen:
+            warnings.simplefilter("always", UnequalLengthsWarning)
+            traj = read_trajectory(path, common_length=True)
+        for w in seen:  # a run killed while writing: say so once, in the command's own words
+            if issubclass(w.category, UnequalLengthsWarning):
+                _err(f"note: {w.message}")
+        return traj, None
     except ResultFileError as exc:
         return None, f"{exc}; {hint}"
-    except (KeyError, ValueError, OSError) as exc:
-        return None, f"{path}: not a complete mbsim trajectory ({exc}); {hint}"
 
 
 def _not_comparable(args, message: str) -> int:

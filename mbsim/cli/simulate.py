@@ -280,10 +280,6 @@ def _cmd_info(args) -> int:
     except ResultFileError as exc:
         _err(f"{exc}; {hint}")
         return EXIT_INVALID
-    except (KeyError, ValueError, OSError) as exc:
-        # Right format attribute, missing datasets: damaged, or written by something else.
-        _err(f"{path}: not a complete mbsim trajectory ({exc}); {hint}")
-        return EXIT_INVALID
     if args.json:
         _out(json.dumps(_plain(info), indent=2, ensure_ascii=False))
     else:
@@ -315,12 +311,22 @@ def format_info(info: dict) -> str:
         lines.append(f"  integrator     {it.get('integrator') or 'generalized-alpha'}, ρ∞ = {_g(it['rho_inf'])} "
                      f"(α_f = {_g(it['alpha_f'])}, α_m = {_g(it['alpha_m'])}, β = {_g(it['beta'])}, "
                      f"γ = {_g(it['gamma'])}), tangent {it['tangent']}")
-    steps, iters = c.get("steps"), c.get("newton_iterations")
+    steps, iters, wall = c.get("steps"), c.get("newton_iterations"), c.get("wall_time_s")
     if steps is not None:
-        per = f" ({iters / steps:.2f} per step)" if steps else ""
+        per = f" ({iters / steps:.2f} per step)" if steps and isinstance(iters, (int, float)) else ""
         lines.append(f"  counters       {steps} steps, {iters} Newton iterations{per}, "
-                     f"{c.get('rejected_steps')} rejected, wall time {float(c.get('wall_time_s')):.3g} s")
-    lines.append(f"  energy drift   {info['energy_drift_J']:.3e} J ({info['energy_drift_relative']:.3e} relative)")
+                     f"{c.get('rejected_steps')} rejected, wall time "
+                     f"{_g(wall) if isinstance(wall, (int, float)) else wall} s")
+    bad = info.get("non_finite") or []
+    if math.isfinite(info["energy_drift_J"]):
+        lines.append(f"  energy drift   {info['energy_drift_J']:.3e} J ({info['energy_drift_relative']:.3e} relative)")
+    else:
+        lines.append("  energy drift   not finite: the energies hold NaN or inf")
+    if bad:
+        lines.append(f"  not finite     {', '.join(bad)} hold NaN or inf (no mbsim run stores them: the file was "
+                     f"written or edited by something else)")
+    if info.get("missing_attributes"):
+        lines.append(f"  missing        root attributes {', '.join(info['missing_attributes'])} (OUTPUT.md has them)")
     return "\n".join(lines)
 
 

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 
 from ..energy import energy_drift
-from .writer import FORMAT, frame_datasets
+from .writer import FORMAT, FRAME_DATASETS, JOINT_DATASETS, frame_datasets
 
 # every per-frame dataset a file may hold (the /joints ones only when it has joints)
 _PER_FRAME = frame_datasets(1)
@@ -31,15 +31,102 @@ def _str(v):
     return v.decode() if isinstance(v, bytes) else v
 
 
+# whatever h5py or a damaged file can raise while a dataset or attribute is read
+_READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeDecodeError, IndexError,
+                AttributeError, OverflowError)
+_NAMES = ("name", "type", "body_a", "body_b")  # the string datasets of /connectors and /joints
+# a per-frame dataset may claim this much more than its allocated storage holds: the block a writer
+# killed between resizing and filling leaves unwritten (FLUSH_BYTES), plus one chunk
+_SLACK_BYTES = 16 * 1024**2
+
+
 def _open(path):
+    """The open file, checked by :func:`_check` (every problem a :class:`ResultFileError`)."""
     try:
         f = h5py.File(path, "r")
-    except (OSError, ValueError) as exc:
+    except _READ_ERRORS as exc:
         raise ResultFileError(f"{path}: cannot open as HDF5 ({exc})") from None
-    if _str(f.attrs.get("format")) != FORMAT:
+    try:
+        fmt = _str(f.attrs.get("format"))
+        if fmt != FORMAT:
+            raise ResultFileError(f"{path}: not an mbsim trajectory file (no format='{FORMAT}' attribute)")
+        _check(f, path)
+    except ResultFileError:
         f.close()
-        raise ResultFileError(f"{path}: not an mbsim trajectory file (no format='{FORMAT}' attribute)")
+        raise
+    except _READ_ERRORS as exc:
+        f.close()
+        raise ResultFileError(f"{path}: damaged: {type(exc).__name__}: {exc}") from None
     return f
+
+
+def _dataset(f, path, name):
+    obj = f.get(name)
+    if obj is None:
+        raise ResultFileError(f"{path}: /{name} is missing (OUTPUT.md requires it)")
+    if not isinstance(obj, h5py.Dataset):
+        raise ResultFileError(f"{path}: /{name} is a {type(obj).__name__.lower()}, not a dataset")
+    return obj
+
+
+def _strings(f, path, name, scalar=False) -> list:
+    ds = _dataset(f, path, name)
+    if not h5py.check_string_dtype(ds.dtype):
+        raise ResultFileError(f"{path}: /{name} holds {ds.dtype}, not text")
+    if scalar != (ds.shape == ()) or (not scalar and len(ds.shape) != 1):
+        raise ResultFileError(f"{path}: /{name} has shape {ds.shape}, expected "
+                              f"{'a scalar' if scalar else 'a list'}")
+    try:
+        data = ds.asstr()[()]
+    except UnicodeDecodeError as exc:
+        raise ResultFileError(f"{path}: /{name} is not UTF-8 text ({exc.reason} at byte {exc.start})") from None
+    return [data] if scalar else [str(x) for x in data]
+
+
+def _check(f, path) -> None:
+    """The OUTPUT.md datasets a reader relies on: present, of the right type and shape, strings that
+    decode, and per-frame datasets no longer than the storage they really hold (a dataset resized to
+    10⁷ frames with nothing written would cost gigabytes to read)."""
+    _strings(f, path, "scenario", scalar=True)
+    sizes = {"B": len(_strings(f, path, "bodies/name")), "C": len(_strings(f, path, "connectors/name"))}
+    for k in _NAMES[1:]:
+        if len(_strings(f, path, f"connectors/{k}")) != sizes["C"]:
+            raise ResultFileError(f"{path}: /connectors/{k} and /connectors/name differ in length")
+    for k, kind in (("bodies/fixed", "b"), ("bodies/mass", "f")):
+        ds = _dataset(f, path, k)
+        if ds.shape != (sizes["B"],) or ds.dtype.kind not in ("biuf" if kind == "b" else "iuf"):
+            raise ResultFileError(f"{path}: /{k} has shape {ds.shape} and type {ds.dtype}, expected "
+                                  f"({sizes['B']},) {'booleans' if kind == 'b' else 'numbers'}")
+    per_frame = dict(FRAME_DATASETS)
+    if "joints" in f:
+        sizes["J"] = len(_strings(f, path, "joints/name"))
+        for k in _NAMES[1:]:
+            if len(_strings(f, path, f"joints/{k}")) != sizes["J"]:
+                raise ResultFileError(f"{path}: /joints/{k} and /joints/name differ in length")
+        per_frame.update(JOINT_DATASETS)
+    for name, (tail, _, _) in per_frame.items():
+        ds = _dataset(f, path, name)
+        want = tuple(sizes.get(d, d) for d in tail)
+        if len(ds.shape) != 1 + len(want) or tuple(ds.shape[1:]) != want:
+            raise ResultFileError(f"{path}: /{name} has shape {ds.shape}, expected (frames,) + {want}")
+        if ds.dtype.kind not in "iuf":
+            raise ResultFileError(f"{path}: /{name} holds {ds.dtype}, not numbers")
+        held = _frames_held(ds)
+        row = max(1, int(np.prod(want, dtype=np.int64)) * ds.dtype.itemsize)
+        if ds.shape[0] > held + max(ds.chunks[0] if ds.chunks else 0, _SLACK_BYTES // row):
+            raise ResultFileError(f"{path}: /{name} claims {ds.shape[0]} frames but its storage holds about "
+                                  f"{held}: resized without data, as no mbsim writer leaves a file")
+
+
+def _frames_held(ds) -> int:
+    """Frames a per-frame dataset's storage really holds: its allocated chunks (compressed or not), or all
+    of them when it is stored contiguously (allocated whole)."""
+    if not ds.chunks:
+        return ds.shape[0]
+    per_slab = 1
+    for n, c in zip(ds.shape[1:], ds.chunks[1:]):
+        per_slab *= max(1, -(-n // c))
+    return ds.id.get_num_chunks() // per_slab * ds.chunks[0]
 
 
 def read_trajectory(path, *, common_length: bool = False) -> dict:
@@ -58,21 +145,35 @@ def read_trajectory(path, *, common_length: bool = False) -> dict:
         (a writer killed between resizing and filling a block).  Default:
         every dataset as stored.
     """
-    out = {}
     with _open(path) as f:
-        out["attrs"] = {k: _str(v) for k, v in f.attrs.items()}
-        n = _common_length(f, path) if common_length else None
+        return _guarded(path, _read_all, f, path, common_length)
 
-        def visit(name, obj):
-            if isinstance(obj, h5py.Dataset):
-                if obj.dtype.kind == "O" or h5py.check_string_dtype(obj.dtype):
-                    data = obj.asstr()[()]
-                    out[name] = data if obj.shape == () else [str(x) for x in data]
-                elif n is not None and name in _PER_FRAME:
-                    out[name] = obj[:n]
-                else:
-                    out[name] = obj[()]
-        f.visititems(visit)
+
+def _guarded(path, fn, *args):
+    """``fn(*args)``, with whatever a damaged file makes h5py raise turned into a ResultFileError."""
+    try:
+        return fn(*args)
+    except ResultFileError:
+        raise
+    except _READ_ERRORS as exc:
+        raise ResultFileError(f"{path}: damaged: {type(exc).__name__}: {exc}") from None
+
+
+def _read_all(f, path, common_length) -> dict:
+    out = {}
+    out["attrs"] = {k: _str(v) for k, v in _attrs(f).items()}
+    n = _common_length(f, path) if common_length else None
+
+    def visit(name, obj):
+        if isinstance(obj, h5py.Dataset):
+            if obj.dtype.kind == "O" or h5py.check_string_dtype(obj.dtype):
+                data = obj.asstr()[()]
+                out[name] = data if obj.shape == () else [str(x) for x in data]
+            elif n is not None and name in _PER_FRAME:
+                out[name] = obj[:n]
+            else:
+                out[name] = obj[()]
+    f.visititems(visit)
     return out
 
 
@@ -87,7 +188,7 @@ def _common_length(f, path) -> int | None:
         warnings.warn(f"{path}: the per-frame datasets have unequal lengths ({n} to {longest} frames; "
                       f"shortest: {', '.join(short[:3])}{', ...' if len(short) > 3 else ''}), as a run "
                       f"killed while writing leaves them; reading the first {n} frames, which all of "
-                      f"them hold", UnequalLengthsWarning, stacklevel=3)
+                      f"them hold", UnequalLengthsWarning, stacklevel=5)
     return n
 
 
@@ -129,33 +230,71 @@ def read_summary(path) -> dict:
 
     ``joints`` is the list of :func:`joint_summary` (empty for a result without joints)."""
     with _open(path) as f:
-        a = {k: _str(v) for k, v in f.attrs.items()}
-        t = f["time"][()]
-        e = {k: f[f"energy/{k}"][()] for k in ("kinetic", "potential", "dissipated", "external_work")}
-        n = min(len(t), *(len(v) for v in e.values()))
+        return _guarded(path, _summary, f, path)
+
+
+# root attributes every complete mbsim result has (OUTPUT.md); one missing is reported, not fatal
+ROOT_ATTRIBUTES = ("format_version", "mbsim_version", "scenario_name", "status", "message", "created_utc", "steps",
+                   "newton_iterations", "rejected_steps", "wall_time_s")
+
+
+def _attrs(f) -> dict:
+    """The root attributes that can be read (a damaged attribute header loses that one, not the file)."""
+    out = {}
+    for k in list(f.attrs.keys()):
+        try:
+            out[k] = f.attrs[k]
+        except _READ_ERRORS:
+            continue
+    return out
+
+
+def _non_finite(f, frames: int) -> list:
+    """The per-frame datasets holding NaN or inf in their first ``frames`` frames (read block by block;
+    connectors/length is NaN for torsional dampers by design: only its infinities count)."""
+    bad = []
+    names = [k for k in _PER_FRAME if k in f and k != "solver/residual_norm"]
+    for k in names:
+        ds = f[k]
+        for t0 in range(0, min(frames, ds.shape[0]), _SUMMARY_BLOCK):
+            v = ds[t0:t0 + _SUMMARY_BLOCK]
+            if (np.isinf(v).any() if k == "connectors/length" else not np.isfinite(v).all()):
+                bad.append(k)
+                break
+    return bad
+
+
+def _summary(f, path) -> dict:
+    a = {k: _str(v) for k, v in _attrs(f).items()}
+    t = f["time"][()]
+    e = {k: f[f"energy/{k}"][()] for k in ("kinetic", "potential", "dissipated", "external_work")}
+    n = min(len(t), *(len(v) for v in e.values()))
+    with np.errstate(all="ignore"):
         drift, rel = energy_drift(*(e[k][:n] for k in ("kinetic", "potential", "dissipated", "external_work")))
-        fixed = f["bodies/fixed"][()]
-        ctypes = [str(x) for x in f["connectors/type"].asstr()[()]]
-        return {
-            "path": str(path),
-            "scenario_name": a.get("scenario_name"),
-            "status": a.get("status"),
-            "message": a.get("message"),
-            "mbsim_version": a.get("mbsim_version"),
-            "created_utc": a.get("created_utc"),
-            "frames": int(len(t)),
-            "t_start": float(t[0]) if len(t) else None,
-            "t_end": float(t[-1]) if len(t) else None,
-            "bodies": int(len(fixed)),
-            "fixed_bodies": int(np.sum(fixed)),
-            "connectors": {k: ctypes.count(k) for k in sorted(set(ctypes))},
-            "joints": joint_summary(f, len(t)),
-            "integrator": {k: a.get(k) for k in ("integrator", "rho_inf", "alpha_f", "alpha_m", "beta",
-                                                 "gamma", "tangent")},
-            "counters": {k: a.get(k) for k in ("steps", "newton_iterations", "rejected_steps", "wall_time_s")},
-            "energy_drift_J": drift,
-            "energy_drift_relative": rel,
-        }
+    fixed = f["bodies/fixed"][()]
+    ctypes = [str(x) for x in f["connectors/type"].asstr()[()]]
+    return {
+        "path": str(path),
+        "scenario_name": a.get("scenario_name"),
+        "status": a.get("status"),
+        "message": a.get("message"),
+        "mbsim_version": a.get("mbsim_version"),
+        "created_utc": a.get("created_utc"),
+        "frames": int(len(t)),
+        "t_start": float(t[0]) if len(t) else None,
+        "t_end": float(t[-1]) if len(t) else None,
+        "bodies": int(len(fixed)),
+        "fixed_bodies": int(np.sum(fixed)),
+        "connectors": {k: ctypes.count(k) for k in sorted(set(ctypes))},
+        "joints": joint_summary(f, len(t)),
+        "integrator": {k: a.get(k) for k in ("integrator", "rho_inf", "alpha_f", "alpha_m", "beta",
+                                             "gamma", "tangent")},
+        "counters": {k: a.get(k) for k in ("steps", "newton_iterations", "rejected_steps", "wall_time_s")},
+        "energy_drift_J": drift,
+        "energy_drift_relative": rel,
+        "missing_attributes": [k for k in ROOT_ATTRIBUTES if k not in a],
+        "non_finite": _non_finite(f, len(t)),
+    }
 
 
 def result_status(path) -> Optional[str]:
@@ -179,19 +318,22 @@ def read_resume_point(path) -> dict:
     drift of the whole run), ``frames`` (the common length of the per-frame
     datasets), ``scenario`` (the stored text) and ``attrs``.
     """
-    from .writer import FRAME_DATASETS
     with _open(path) as f:
-        T = min(f[k].shape[0] for k in FRAME_DATASETS)
-        if T == 0:
-            raise ResultFileError(f"{path}: holds no frame to resume from")
-        i = T - 1
-        out = {"frames": T, "time": float(f["time"][i]), "scenario": f["scenario"].asstr()[()],
-               "attrs": {k: _str(v) for k, v in f.attrs.items()},
-               "dissipated": float(f["energy/dissipated"][i]),
-               "external_work": float(f["energy/external_work"][i])}
-        for k in ("position", "orientation", "velocity", "acceleration", "angular_velocity",
-                  "angular_acceleration"):
-            out[k] = f[f"bodies/{k}"][i]
-        for k in ("kinetic", "potential", "dissipated", "external_work"):
-            out[f"energy/{k}"] = f[f"energy/{k}"][:T]
+        return _guarded(path, _resume_point, f, path)
+
+
+def _resume_point(f, path) -> dict:
+    T = min(f[k].shape[0] for k in FRAME_DATASETS)
+    if T == 0:
+        raise ResultFileError(f"{path}: holds no frame to resume from")
+    i = T - 1
+    out = {"frames": T, "time": float(f["time"][i]), "scenario": f["scenario"].asstr()[()],
+           "attrs": {k: _str(v) for k, v in _attrs(f).items()},
+           "dissipated": float(f["energy/dissipated"][i]),
+           "external_work": float(f["energy/external_work"][i])}
+    for k in ("position", "orientation", "velocity", "acceleration", "angular_velocity",
+              "angular_acceleration"):
+        out[k] = f[f"bodies/{k}"][i]
+    for k in ("kinetic", "potential", "dissipated", "external_work"):
+        out[f"energy/{k}"] = f[f"energy/{k}"][:T]
     return out

@@ -340,7 +340,7 @@ def test_load_refuses_what_is_not_a_trajectory(tmp_path):
     out = mbsim.simulate(FLIGHT, end=0.02).save(tmp_path / "partial.h5")
     with h5py.File(out, "a") as f:
         del f["bodies/position"]
-    with pytest.raises(mbsim.ResultFileError, match="missing bodies/position"):
+    with pytest.raises(mbsim.ResultFileError, match="/bodies/position is missing"):
         mbsim.load(out)
 
 

@@ -165,7 +165,7 @@ def test_in_memory_result_has_the_joints_and_saves_them(tmp_path, result):
     # a file whose /joints group lost a dataset is not a complete trajectory
     with h5py.File(tmp_path / "saved.h5", "a") as f:
         del f["joints/moment"]
-    with pytest.raises(mbsim.ResultFileError, match="missing joints/moment"):
+    with pytest.raises(mbsim.ResultFileError, match="/joints/moment is missing"):
         mbsim.load(tmp_path / "saved.h5")
 
 
