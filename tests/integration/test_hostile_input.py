@@ -65,7 +65,9 @@ JUNK = st.one_of(
     st.none(), st.booleans(), st.sampled_from(["yes", "off", "NaN", ".inf", "-.inf", "", "P4", "world"]),
     st.integers(min_value=-10**400, max_value=10**400),
     st.floats(allow_nan=True, allow_infinity=True),
-    st.sampled_from([1e-320, 1e-300, 1e300, -1.0, 0.0, -0.0, 1e-12, 1e12]),
+    st.sampled_from([1e-320, 1e-300, 1e300, -1.0, 0.0, -0.0, 1e-12, 1e12, 1e-100, 1e150, 1e308, 2**63, 2**64]),
+    # vectors of extreme magnitudes (issue 15: principal moments [1e-300, 1, 1e300], points 1e200 apart)
+    st.lists(st.sampled_from([1e-300, 1.0, 1e300, 1e308, -1e308, 1e-320, 1e200, -1e200]), min_size=3, max_size=3),
     st.text(min_size=0, max_size=12),
     st.lists(st.floats(allow_nan=False, allow_infinity=False, width=32), max_size=5),
     st.just([]), st.just({}),
