@@ -798,9 +798,12 @@ def _distance(r: Reader, m: Map, name: Optional[str]) -> dict:
     if points is not None:
         points = np.array(points)
         # halves first, so far-apart points give inf (refused) instead of overflowing
+        from ..elements.base import MAX_EXTENT  # (the connectors' bound)
         initial = 2.0 * norm(0.5 * points[1] - 0.5 * points[0])
-        if not math.isfinite(initial):
-            r.report(m.sub("points"), m.get("points"), "the points are too far apart for a finite length")
+        if not initial <= MAX_EXTENT or np.abs(points).max() > MAX_EXTENT:  # the law squares the distance
+            r.report(m.sub("points"), m.get("points"), f"the points are too far apart for a finite length "
+                                                       f"(farther than {MAX_EXTENT:g} m from each other or from the "
+                                                       f"origin: their squares overflow)")
             initial = None
         elif initial == 0.0:
             r.report(m.sub("points"), m.get("points"),

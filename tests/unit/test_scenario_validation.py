@@ -901,9 +901,11 @@ def test_distance_points_and_length():
            "the points are too far apart for a finite length")
     expect(joints(dist + "points: [[0, 0, 0], [3, 4, 0]], length: 0}"), "joints[0].length", 7, "must be > 0")
     expect(joints(dist + "points: [[0, 0, 0], [3, 4, 0]], length: -1}"), "joints[0].length", 7, "must be > 0")
-    # far apart but finite: halved before subtracting
-    s = parse_scenario(joints(dist + "points: [[-1e308, 0, 0], [0.5e308, 0, 0]]}"))
-    assert s.joints[0].length == 1.5e308
+    # far apart but finite is refused too: the law squares the distance (issue 15)
+    expect(joints(dist + "points: [[-1e308, 0, 0], [0.5e308, 0, 0]]}"), "joints[0].points", 7,
+           "the points are too far apart for a finite length (farther than 1e+150 m")
+    s = parse_scenario(joints(dist + "points: [[-0.5e150, 0, 0], [0.5e150, 0, 0]]}"))
+    assert s.joints[0].length == 1e150
 
 
 def test_distance_length_must_match_the_initial_distance():
