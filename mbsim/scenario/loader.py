@@ -508,6 +508,8 @@ def _body(r: Reader, node, path: str) -> _Body:
         for key, value in (("velocity", velocity), ("angular_velocity", omega)):
             if value is not None and np.any(value != 0.0):
                 r.report(m.sub(key), m.get(key), f"a fixed body never moves; {key} must be zero or left out")
+    if len(r.problems) == before and not fixed:
+        _first_evaluation(r, m, mass, inertia, position, velocity, omega)
     body = _Body(name, fixed, m.line, name_node)
     if len(r.problems) == before:
         body.spec = BodySpec(
@@ -516,6 +518,25 @@ def _body(r: Reader, node, path: str) -> _Body:
             velocity=frozen_array(velocity), angular_velocity=frozen_array(omega), line=m.line,
         )
     return body
+
+
+def _first_evaluation(r: Reader, m: Map, mass, inertia, position, velocity, omega) -> None:
+    """A moving body's initial values must survive the first evaluation: its momenta and kinetic
+    energy (stored in frame 0) and its angular momentum about the origin finite (issue 15: 1e200 m/s
+    was accepted and overflowed frame 0)."""
+    with np.errstate(all="ignore"):
+        p = mass * velocity
+        jw = inertia @ omega
+        checks = (("velocity", (p, mass * float(velocity @ velocity))),
+                  ("angular_velocity", (jw, float(omega @ jw))),
+                  ("position", (np.cross(position, p),)))
+    for key, values in checks:
+        if not all(np.all(np.isfinite(v)) for v in values):
+            node = m.get(key)
+            r.report(m.sub(key), node if node is not None else m.node,
+                     f"too large: the body's momentum or kinetic energy at t = 0 is not finite (numbers beyond "
+                     f"double precision)")
+            return
 
 
 def _inertia(r: Reader, node, path: str) -> Optional[np.ndarray]:

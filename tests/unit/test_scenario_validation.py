@@ -408,6 +408,17 @@ def test_loads_and_drives_must_be_finite_at_the_start():
            "joints[0].drive.angle", 7, "is not finite at t = 0: F, F' and F'' are 0, inf")
 
 
+def test_initial_values_must_survive_the_first_evaluation():
+    """issue 15: 1e200 m/s was accepted and frame 0's kinetic energy overflowed (now refused here)."""
+    expect(doc(*BASE, "  - {name: fast, mass: 1, inertia: [1, 1, 1], velocity: [1.0e+200, 0, 0]}"),
+           "bodies[1].velocity", 5, "too large: the body's momentum or kinetic energy at t = 0 is not finite")
+    expect(doc(*BASE, "  - {name: spin, mass: 1, inertia: [1, 1, 1], angular_velocity: [0, 1.0e+160, 0]}"),
+           "bodies[1].angular_velocity", 5, "too large")
+    expect(doc(*BASE, "  - {name: far, mass: 1, inertia: [1, 1, 1], position: [1.0e+300, 0, 0], velocity: [0, 1.0e+10, 0]}"),
+           "bodies[1].position", 5, "too large")
+    assert parse_scenario(doc(*BASE, "  - {name: ok, mass: 1, inertia: [1, 1, 1], velocity: [1.0e+100, 0, 0]}")).bodies
+
+
 def test_names_refuse_control_characters():
     """A NUL cannot be stored in HDF5 (issue 15: it reached the writer as a ValueError); a newline or
     an escape would garble every message that quotes the name."""
