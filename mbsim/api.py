@@ -134,7 +134,8 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
              rho_inf: Optional[float] = None, tangent: Optional[str] = None, interval: Optional[float] = None,
              adaptive: Optional[bool] = None, min_step: Optional[float] = None,
              max_iterations: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
-             modified: Optional[bool] = None, progress: bool = False, **unknown) -> "Result":
+             modified: Optional[bool] = None, progress: bool = False, allow_large: bool = False,
+             **unknown) -> "Result":
     """Simulate a scenario and return its trajectory as a :class:`Result`.
 
     Parameters
@@ -161,6 +162,9 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
         Override ``output.interval`` [s].
     progress : bool
         Show the progress bar on stderr.
+    allow_large : bool
+        Run even when the run would need more than 1e10 steps or more memory than is free (as
+        ``mbsim run --allow-large``); a trajectory larger than the free disk space is refused anyway.
 
     Overrides are checked by the scenario loader's own rules, see
     :func:`apply_overrides` (which also says how ``step`` carries the
@@ -187,7 +191,7 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
     ResourceError
         The run would need more steps than is sensible (1e10), more memory than
         the machine has free, or a larger file than the free disk space; the
-        message gives the estimate.
+        message gives the estimate (``allow_large=True`` runs the first two anyway).
     JointError
         The joints refuse the scenario (``integrator.joints``: redundant
         equations or inconsistent initial velocities with ``refuse``; also a
@@ -222,7 +226,7 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
     if out is not None:
         _check_writable(out, overwrite)  # in this API's words (the driver's message names --overwrite)
     summary = driver.run(sc, out, progress=progress, write=out is not None, keep_frames=True,
-                         overwrite=out is not None)
+                         overwrite=out is not None, allow_large=allow_large)
     return Result._from_run(sc, summary)
 
 

@@ -93,7 +93,7 @@ def check(scenario, output: str | None, end: float | None = None, allow_large: b
     if e.steps > MAX_STEPS and not allow_large:
         raise ResourceError(
             f"the run would take {e.steps:.3g} steps of {tm.step:g} s to reach t = {span:g} s "
-            f"(more than {MAX_STEPS:.0e}); check time.step and time.end, or pass --allow-large")
+            f"(more than {MAX_STEPS:.0e}); check time.step and time.end, or pass --allow-large (allow_large=True from Python)")
     if output is not None:
         d = os.path.dirname(os.path.abspath(output)) or "."
         while not os.path.isdir(d) and os.path.dirname(d) != d:
@@ -111,5 +111,5 @@ def check(scenario, output: str | None, end: float | None = None, allow_large: b
     if avail is not None and e.memory_bytes > avail and not allow_large:
         raise ResourceError(
             f"the model would need about {_gib(e.memory_bytes)} of memory ({len(scenario.bodies)} bodies, "
-            f"{len(scenario.connectors)} connectors) but {_gib(avail)} is free; pass --allow-large to try anyway")
+            f"{len(scenario.connectors)} connectors) but {_gib(avail)} is free; pass --allow-large (allow_large=True from Python) to try anyway")
     return warnings
