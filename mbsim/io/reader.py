@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 
 from ..energy import energy_drift
-from .writer import FORMAT, FRAME_DATASETS, JOINT_DATASETS, frame_datasets
+from .writer import FLUSH_BYTES, FORMAT, FRAME_DATASETS, JOINT_DATASETS, frame_datasets
 
 # every per-frame dataset a file may hold (the /joints ones only when it has joints)
 _PER_FRAME = frame_datasets(1)
@@ -28,7 +28,7 @@ class UnequalLengthsWarning(UserWarning):
 
 
 def _str(v):
-    return v.decode() if isinstance(v, bytes) else v
+    return v.decode("utf-8", errors="replace") if isinstance(v, bytes) else v  # a damaged attribute stays readable
 
 
 # whatever h5py or a damaged file can raise while a dataset or attribute is read
@@ -36,8 +36,8 @@ _READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeD
                 AttributeError, OverflowError)
 _NAMES = ("name", "type", "body_a", "body_b")  # the string datasets of /connectors and /joints
 # a per-frame dataset may claim this much more than its allocated storage holds: the block a writer
-# killed between resizing and filling leaves unwritten (FLUSH_BYTES), plus one chunk
-_SLACK_BYTES = 16 * 1024**2
+# killed between resizing and filling leaves unwritten, plus one chunk
+_SLACK_BYTES = FLUSH_BYTES
 
 
 def _open(path):
