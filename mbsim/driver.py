@@ -408,13 +408,6 @@ class _Loop:
             self.output_time += time.perf_counter() - t0
 
     def _write_frame(self, s, iterations, rnorm, dt):
-        if not _finite(s):  # the initial state (its accelerations from the loads at t = 0); later ones are checked
-            bad = [w for w, x in (("position", s.r), ("orientation", s.q), ("velocity", s.v),
-                                  ("angular velocity", s.w), ("acceleration", s.a), ("angular acceleration", s.al))
-                   if not np.all(np.isfinite(x))]
-            raise _NonFiniteFrame(f"at t = {s.t:.9g} s the state's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
-                                  f"not finite (a load, force or initial value beyond double precision); nothing "
-                                  f"from that frame on was written")
         fr = frame_quantities(self.model, s)
         # What can still overflow is what is computed from the state: energies, momenta, connector actions
         # and lengths (sums are finite only if every term is; a length is NaN for a torsional damper by design).
@@ -461,6 +454,7 @@ class _Loop:
                 t_start = self.t_start = time.monotonic()  # the run's wall time starts with the time loop
                 if self.start is None:
                     s = integ.initial_state()
+                    _check_initial(s)  # every later state is checked where the step is accepted
                     self._frame(s, 0, 0.0, 0.0)
                     ctl = self.controller = controller_for(sc)
                 else:
@@ -602,6 +596,18 @@ def _projection_json(projection: dict) -> str:
 
 class _NonFiniteFrame(Exception):
     """A frame about to be written holds inf or NaN."""
+
+
+def _check_initial(s) -> None:
+    """Raise _NonFiniteFrame, before frame 0 is written, if the initial state (its accelerations come
+    from the loads at t = 0) is not finite, naming the quantities that are not."""
+    if _finite(s):
+        return
+    bad = [w for w, x in (("position", s.r), ("orientation", s.q), ("velocity", s.v), ("angular velocity", s.w),
+                          ("acceleration", s.a), ("angular acceleration", s.al)) if not np.all(np.isfinite(x))]
+    raise _NonFiniteFrame(f"at t = {s.t:.9g} s the state's {', '.join(bad)} {'is' if len(bad) == 1 else 'are'} "
+                          f"not finite (a load, force or initial value beyond double precision); nothing "
+                          f"from that frame on was written")
 
 
 def _finite(s) -> bool:
