@@ -52,8 +52,8 @@ import numpy as np
 
 from . import __version__
 from .energy import energy_balance, energy_drift
-from .io.reader import ResultFileError, read_trajectory
-from .io.writer import FORMAT, FORMAT_VERSION, FRAME_DATASETS, JOINT_DATASETS, frame_datasets, utc_now
+from .io.reader import ResultFileError, read_trajectory  # noqa: F401  (ResultFileError: load's documented error)
+from .io.writer import COUNTERS, FORMAT, FORMAT_VERSION, FRAME_DATASETS, ROOT_ATTRIBUTES, frame_datasets, utc_now
 from .model.rotations import quat_to_matrix
 from .scenario import Problem, Scenario, ScenarioError, load_scenario, scenario_from_dict
 from .scenario.loader import DEFAULT_MIN_STEP
@@ -79,10 +79,8 @@ OVERRIDES = MappingProxyType({
     "interval": ("output", "interval"),
 })
 
-_COUNTERS = ("steps", "newton_iterations", "rejected_steps", "wall_time_s")
 # Root attributes the writer sets itself (write_trajectory's own arguments or the time of writing).
-_WRITER_ATTRS = ("format", "format_version", "mbsim_version", "scenario_name", "status", "message",
-                 "created_utc") + _COUNTERS
+_WRITER_ATTRS = ("format",) + ROOT_ATTRIBUTES
 
 
 class SimulationError(Exception):
@@ -749,7 +747,7 @@ class Result:
                     for n, f, m in zip(d["bodies/name"], d["bodies/fixed"], d["bodies/mass"])],
             connectors=ends("connectors"), joints=ends("joints"))
         attrs = {k: v for k, v in self._attrs.items() if k not in _WRITER_ATTRS and v is not None}
-        counters = {k: self._attrs[k] for k in _COUNTERS if k in self._attrs}
+        counters = {k: self._attrs[k] for k in COUNTERS if k in self._attrs}
         try:
             os.makedirs(os.path.dirname(os.path.abspath(path)), exist_ok=True)
             write_trajectory(path, static, {k: d[k] for k in frame_datasets(len(static.joints))}, attrs,

@@ -8,7 +8,7 @@ import h5py
 import numpy as np
 
 from ..energy import energy_drift
-from .writer import FLUSH_BYTES, FORMAT, FRAME_DATASETS, JOINT_DATASETS, frame_datasets
+from .writer import FLUSH_BYTES, FORMAT, FRAME_DATASETS, JOINT_DATASETS, ROOT_ATTRIBUTES, frame_datasets
 
 # every per-frame dataset a file may hold (the /joints ones only when it has joints)
 _PER_FRAME = frame_datasets(1)
@@ -35,9 +35,6 @@ def _str(v):
 _READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeDecodeError, IndexError,
                 AttributeError, OverflowError)
 _NAMES = ("name", "type", "body_a", "body_b")  # the string datasets of /connectors and /joints
-# a per-frame dataset may claim this much more than its allocated storage holds: the block a writer
-# killed between resizing and filling leaves unwritten, plus one chunk
-_SLACK_BYTES = FLUSH_BYTES
 
 
 def _open(path):
@@ -113,7 +110,9 @@ def _check(f, path) -> None:
             raise ResultFileError(f"{path}: /{name} holds {ds.dtype}, not numbers")
         held = _frames_held(ds)
         row = max(1, int(np.prod(want, dtype=np.int64)) * ds.dtype.itemsize)
-        if ds.shape[0] > held + max(ds.chunks[0] if ds.chunks else 0, _SLACK_BYTES // row):
+        # a dataset may claim more than its storage holds by the block a writer killed between resizing
+        # and filling leaves unwritten (at most FLUSH_BYTES), or one chunk
+        if ds.shape[0] > held + max(ds.chunks[0] if ds.chunks else 0, FLUSH_BYTES // row):
             raise ResultFileError(f"{path}: /{name} claims {ds.shape[0]} frames but its storage holds about "
                                   f"{held}: resized without data, as no mbsim writer leaves a file")
 
@@ -233,9 +232,6 @@ def read_summary(path) -> dict:
         return _guarded(path, _summary, f, path)
 
 
-# root attributes every complete mbsim result has (OUTPUT.md); one missing is reported, not fatal
-ROOT_ATTRIBUTES = ("format_version", "mbsim_version", "scenario_name", "status", "message", "created_utc", "steps",
-                   "newton_iterations", "rejected_steps", "wall_time_s")
 
 
 def _attrs(f) -> dict:
@@ -292,7 +288,7 @@ def _summary(f, path) -> dict:
         "counters": {k: a.get(k) for k in ("steps", "newton_iterations", "rejected_steps", "wall_time_s")},
         "energy_drift_J": drift,
         "energy_drift_relative": rel,
-        "missing_attributes": [k for k in ROOT_ATTRIBUTES if k not in a],
+        "missing_attributes": [k for k in ROOT_ATTRIBUTES if k not in a],  # reported, not fatal
         "non_finite": _non_finite(f, len(t)),
     }
 

@@ -24,6 +24,9 @@ from ..resources import estimate, frame_bytes
 
 FORMAT = "mbsim-trajectory"
 FORMAT_VERSION = 1
+# root attributes the writer sets on every result besides ``format`` (OUTPUT.md), the counters last
+COUNTERS = ("steps", "newton_iterations", "rejected_steps", "wall_time_s")
+ROOT_ATTRIBUTES = ("format_version", "mbsim_version", "scenario_name", "status", "message", "created_utc") + COUNTERS
 
 # path -> (trailing shape with 'B'/'C' placeholders, units, description)
 FRAME_DATASETS = {
@@ -81,9 +84,8 @@ def _header(f, scenario, attrs: dict) -> None:
     f.attrs["created_utc"] = utc_now()
     for k, v in attrs.items():
         f.attrs[k] = v
-    for k in ("steps", "newton_iterations", "rejected_steps"):
-        f.attrs[k] = 0
-    f.attrs["wall_time_s"] = 0.0
+    for k in COUNTERS:
+        f.attrs[k] = 0.0 if k == "wall_time_s" else 0
 
     st = h5py.string_dtype("utf-8")
     f.create_dataset("scenario", data=scenario.text, dtype=st)
