@@ -884,7 +884,7 @@ def _drive(r: Reader, m: Map, jtype: str) -> dict:
                                                    f"{', '.join(f'{x:g}' for x in rates)} (numbers beyond double "
                                                    f"precision)")
                 continue
-            f0 = float(f(0.0))
+            f0 = rates[0]
             if not abs(f0) <= _DRIVE_ZERO:
                 r.report(dm.sub(key), dm.get(key),
                          f"must be 0 at t = 0 (drives are measured from the initial configuration), "
