@@ -129,6 +129,26 @@ def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el
 
 
 @njit(cache=True)
+def _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first, lam, scale, target, R, el_res, el_out, K1,
+                      dummy, nopos, nodata, scr):
+    """The power the connectors dissipate at one state (the energy integral of every step): the
+    laws of the kinds that are not joints only -- an ideal joint does no work (its POWER is 0), and
+    its law is the costliest, so a jointed chain would evaluate it once more per step for nothing."""
+    _rotations(q, R)
+    no_tangent = 0 * r.shape[0]  # a run-time int64, as in _single_state
+    power = 0.0
+    for kind in range(el_start.shape[0] - 1):
+        lo, hi = el_start[kind], el_start[kind + 1]
+        if hi == lo or el_joint[lo]:
+            continue
+        engine.law(kind, lo, hi, el_body, el_data, el_first, lam, scale, target, 1.0, 0.0, no_tangent, r, r, R, R, v, v,
+                   w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr)
+        for e in range(lo, hi):
+            power += el_out[e, POWER]
+    return power
+
+
+@njit(cache=True)
 def _work(n_el, w):
     """The arrays the element laws write: residual rows (n, W) and outputs (n, N_OUT), a
     (1, W, W) tangent scratch block, a (1, 3, 3) zero block, the empty scatter maps of a call
@@ -321,9 +341,6 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     lam1 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own)
     for j in range(n_own):
         scale[j] = el_ref[j] * c_a  # k = m_ref/(βΔt²) or J_ref/(βΔt²)
-    n_conn = n_el
-    cf = np.empty((n_conn, 3)); cm = np.empty((n_conn, 3)); cl = np.empty(n_conn)  # single-state scratch
-    jf = np.empty((n_conn, 3)); jm = np.empty((n_conn, 3)); je = np.empty((n_conn, 2))
     xs = np.empty((nm, 6)); Fx = np.empty((n_all, 3)); Mx = np.empty((n_all, 3)); Jw_ = np.empty((nm, 3, 3)); mw = np.empty(nm)
     lam0 = np.empty(n_own)
     r0 = np.empty_like(r); q0 = np.empty_like(q); v0 = np.empty_like(v)
@@ -497,9 +514,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             lam_gap[0] = af * dt - tau  # from lam's time (t_n + tau) to lam1's (t_n + α_f Δt)
             lam[:] = lam1
             prev_dt[0] = dt
-            _, pd = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el_first, lam, scale,
-                                  TG[f, step + 1, 0], cf, cm, cl, jf, jm, je, Rn, el_res, el_out, K1, dummy, nopos, nodata,
-                                  scr)
+            pd = _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first, lam, scale,
+                                   TG[f, step + 1, 0], Rn, el_res, el_out, K1, dummy, nopos, nodata, scr)
             pe = 0.0
             for i in range(n_all):
                 for j in range(3):
