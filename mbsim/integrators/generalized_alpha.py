@@ -91,10 +91,18 @@ _EPS = float(np.finfo(float).eps)
 # of them is noise, while any contraction faster than 0.99 still bounds the error by the tolerance.
 NOISE_SIZE = 0.01
 
-# A step that needed this many corrections or more hands the next step a fresh
+# A step that evaluated this many residuals or more hands the next step a fresh
 # factorization (made with its first residual, at no extra evaluation): the kept one
-# contracts too slowly for the motion, where a fresh tangent takes about two.
+# contracts too slowly for the motion, where a fresh tangent takes two.
 SLOW_STEP = 3
+
+# So does a step that stopped after two residuals on a thin margin, its error bound
+# ρ‖Δu‖/(1 − ρ) above this fraction of the tolerance: the kept factorization contracts more
+# slowly every step as the bodies turn, and the next step would need a third residual or,
+# worse, a refresh in the middle (two more evaluations).  On the revolute chain of
+# benchmarks/joint_chain.py 0.5 gave the fewest evaluations for the factorizations it costs
+# (docs/newton.md, "Modified Newton").
+THIN_MARGIN = 0.5
 
 # Modified Newton keeps a factorization while each correction is at most this
 # fraction of the one before; a slower contraction means the tangent has
@@ -131,10 +139,11 @@ class State:
     ``dissipated`` and ``external_work`` are the energy integrals of THEORY §9
     since t = 0; ``power_diss``/``power_ext`` the rates at this state (for the
     trapezoidal rule of the next step).  ``a_prev``/``al_prev`` are the
-    accelerations one step earlier and ``dt_prev`` that step's size: only the
-    Newton predictor reads them (:meth:`GeneralizedAlpha.predict`), and
-    :meth:`GeneralizedAlpha.restart` drops them (and ``lam_prev``, ``lam_gap``: the own unknowns
-    of the step before and how long before ``lam``'s they belong, the start of the next step's
+    accelerations one step earlier and ``dt_prev`` that step's size, ``a_prev2``/``al_prev2``/``dt_prev2``
+    the same one step further back: only the Newton predictor reads them
+    (:meth:`GeneralizedAlpha.predict`), and :meth:`GeneralizedAlpha.restart` drops them (and
+    ``lam_prev``, ``lam_gap``: the own unknowns of the step before and how long before ``lam``'s they
+    belong, ``lam_prev2``, ``lam_gap2`` the same one step further back, the start of the next step's
     own unknowns, docs/newton.md).  ``lam`` holds the elements' own
     unknowns (a joint's multipliers, physical: N or N·m) of the step that led here,
     which belong to t − Δt + α_f Δt (THEORY §11), or, at t = 0 and after a restart,
@@ -160,6 +169,11 @@ class State:
     lam: Optional[np.ndarray] = None  # None: zero
     lam_prev: Optional[np.ndarray] = None  # lam of the step before (None: no history)
     lam_gap: float = 0.0  # the time from lam_prev's to lam's (0: no history)
+    a_prev2: Optional[np.ndarray] = None  # the accelerations two steps back (None: not known)
+    al_prev2: Optional[np.ndarray] = None
+    dt_prev2: float = 0.0  # the size of the step before the last one (0: not known)
+    lam_prev2: Optional[np.ndarray] = None  # lam two steps back (None: not known)
+    lam_gap2: float = 0.0  # the time from lam_prev2's to lam_prev's (0: not known)
 
     def kinematics(self) -> Kinematics:
         return Kinematics.at_state(self.r, self.q, self.v, self.w)
@@ -529,10 +543,7 @@ class GeneralizedAlpha:
             self._fused = self._fused_arguments()
         f = self._fused
         energy = np.array([s.dissipated, s.external_work, s.power_diss, s.power_ext])
-        if s.a_prev is not None and s.dt_prev > 0.0:  # the predictor's history (see State)
-            history = (s.a_prev.copy(), s.al_prev.copy(), np.array([s.dt_prev]))
-        else:
-            history = (np.zeros_like(s.a), np.zeros_like(s.al), np.zeros(1))
+        history = self._history(s)
         if not keep_factorization:
             f["lu_state"][0] = 0.0  # a fresh tangent at the start of every block (= after every frame)
         spec = self.spec
@@ -548,7 +559,8 @@ class GeneralizedAlpha:
             "elements": f["elements"],
             "solver": (self.assembler.body_pos, self.assembler.size, *f["structure"],
                        {"consistent": 1, "seed": 2}[spec.tangent], modified, spec.max_iterations, spec.rtol,
-                       spec.atol, ROUNDOFF_FACTOR, NOISE_SIZE, CONTRACTION_LIMIT, SLOW_STEP),
+                       spec.atol, ROUNDOFF_FACTOR, NOISE_SIZE, CONTRACTION_LIMIT, SLOW_STEP,
+                       THIN_MARGIN),
             "work": (f["lu_data"], f["lu_piv"], f["lu_state"], iterations, residuals, counters, f["hist"], f["R"]),
             "iterations": iterations, "residuals": residuals, "counters": counters, "hist": f["hist"], "R": f["R"],
         }
@@ -565,22 +577,43 @@ class GeneralizedAlpha:
         self.solver.nlu += int(counters[1])
         self.n_assemblies += int(counters[2])
         r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = b["state"]
-        dt_prev, gap = float(prev_dt[0]), float(lam_gap[0])
+        dt_prev, dt_prev2 = (float(x) for x in prev_dt)
+        dt_prev2 = dt_prev2 if dt_prev > 0.0 else 0.0
+        own = len(lam) > 0
+        gap, gap2 = (float(x) if own else 0.0 for x in lam_gap)
+        gap2 = gap2 if gap > 0.0 else 0.0
         new = State(t, r, q, v, a, w, al, float(energy[0]), float(energy[1]), float(energy[2]), float(energy[3]),
-                    a_prev if dt_prev > 0.0 else None, al_prev if dt_prev > 0.0 else None, dt_prev,
-                    lam if len(lam) else None, lam_prev if len(lam) and gap > 0.0 else None,
-                    gap if len(lam) else 0.0)
+                    a_prev[0] if dt_prev > 0.0 else None, al_prev[0] if dt_prev > 0.0 else None, dt_prev,
+                    lam if own else None, lam_prev[0] if gap > 0.0 else None, gap,
+                    a_prev[1] if dt_prev2 > 0.0 else None, al_prev[1] if dt_prev2 > 0.0 else None, dt_prev2,
+                    lam_prev[1] if gap2 > 0.0 else None, gap2)
         self.timing["compiled steps"] = self.timing.get("compiled steps", 0.0) + self.clock() - b["t0"]
         return new
 
+    @staticmethod
+    def _levels(shape, pairs) -> tuple:
+        """Up to two levels of history ``[(values, time), …]`` (the newest first) as the compiled loop's
+        ``(2, *shape)`` values and ``(2,)`` times; a level is kept only when it and every newer one are
+        known (values not None, time > 0), and an unknown one is zeros (the loop then extrapolates
+        through fewer points, docs/newton.md)."""
+        values, times = np.zeros((2, *shape)), np.zeros(2)
+        for k, (x, h) in enumerate(pairs):
+            if x is None or not h > 0.0:
+                break
+            values[k], times[k] = x, h
+        return values, times
+
+    def _history(self, s: State) -> tuple:
+        """``(a_prev, al_prev, prev_dt)`` of ``s`` for the compiled loop: the accelerations one and two
+        steps back and those steps' sizes (see :meth:`_levels`)."""
+        a, dt = self._levels(s.a.shape, [(s.a_prev, s.dt_prev), (s.a_prev2, s.dt_prev2)])
+        al, _ = self._levels(s.al.shape, [(s.al_prev, s.dt_prev), (s.al_prev2, s.dt_prev2)])
+        return a, al, dt
+
     def _lam_history(self, s: State) -> tuple:
-        """``(lam_prev, [lam_gap])`` of ``s`` for the compiled loop: the own unknowns of the step before
-        and how long before lam's they belong (zeros: none; the loop then starts the next step from lam
-        instead of extrapolating, docs/newton.md)."""
-        n = self.model.elements.n_unknowns
-        if s.lam_prev is None or not s.lam_gap > 0.0:
-            return np.zeros(n), np.zeros(1)
-        return np.array(s.lam_prev, dtype=float), np.array([s.lam_gap])
+        """``(lam_prev, lam_gap)`` of ``s`` for the compiled loop: the own unknowns of the step before and
+        the one before that, and how long before the newer values they belong (see :meth:`_levels`)."""
+        return self._levels((self.model.elements.n_unknowns,), [(s.lam_prev, s.lam_gap), (s.lam_prev2, s.lam_gap2)])
 
     def _lam(self, s: State) -> np.ndarray:
         """A copy of the elements' own unknowns of ``s`` (zero when it has none)."""
@@ -607,17 +640,20 @@ class GeneralizedAlpha:
         """Start of the Newton iteration, as increments ``(d, θ)`` (``(n_all, 3)`` each, zero for
         fixed bodies).
 
-        Newmark's own relations with the new accelerations extrapolated linearly
-        from the last two steps, ``a' ≈ a_n + (Δt/Δt_prev)(a_n − a_prev)``:
+        Newmark's own relations with the new accelerations extrapolated from the
+        last three steps, ``a'`` the parabola through ``a_n``, ``a_prev`` and
+        ``a_prev2`` (at t_n, t_n − Δt_prev and t_n − Δt_prev − Δt_prev2) at
+        t_n + Δt, the line through the first two when only they are known:
         ``d = Δt v_n + Δt²((½−β) a_n + β a')`` and, since Newmark holds for the
         material vectors (THEORY §4), ``θ = Δt ω_n + Δt²((½−β) α_n + β cay(θ₀)ᵀα')``
         with ``θ₀ = Δt ω_n + ½Δt² α_n``.  Without a previous step (t = 0, after
         :meth:`restart`) a' = a_n, the constant-acceleration Taylor step.
         THEORY §4 starts from ``r' = r_n``, ``Λ' = Λ_n``; any start converges to
-        the same solution, and this one is within O(Δt⁴) of it (O(Δt³) without
-        a previous step), which saves about one Newton iteration per step on
-        smooth motion.
+        the same solution, and this one is within O(Δt⁵) of it (O(Δt⁴) with one
+        previous step, O(Δt³) without), which saves about one Newton iteration
+        per step on smooth motion.
         """
+        from ..kernels.stepper import _extrapolation
         nm, beta = self.model.n_moving, self.params.beta
         d, th = np.zeros_like(s.r), np.zeros_like(s.r)
         v, a, w, al = s.v[:nm], s.a[:nm], s.w[:nm], s.al[:nm]
@@ -626,9 +662,10 @@ class GeneralizedAlpha:
             d[:nm] = dt * v + 0.5 * dt * dt * a
             th[:nm] = th0
             return d, th
-        ratio = dt / s.dt_prev
-        a1 = a + ratio * (a - s.a_prev[:nm])
-        al1 = al + ratio * (al - s.al_prev[:nm])
+        a_hist, al_hist, (h1, h2) = self._history(s)
+        e0, e1, e2 = _extrapolation(dt, 0.0, -h1, -h1 - h2, True, h2 > 0.0)
+        a1 = e0 * a + e1 * a_hist[0, :nm] + e2 * a_hist[1, :nm]
+        al1 = e0 * al + e1 * al_hist[0, :nm] + e2 * al_hist[1, :nm]
         d[:nm] = dt * v + dt * dt * ((0.5 - beta) * a + beta * a1)
         th[:nm] = dt * w + dt * dt * ((0.5 - beta) * al + beta * tmatvec(cay(th0), al1))
         return d, th
@@ -640,7 +677,8 @@ class GeneralizedAlpha:
         the last bit)."""
         if self._fused is not None:
             self._fused["lu_state"][0] = 0.0
-        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0, lam=self.multipliers(s), lam_prev=None, lam_gap=0.0)
+        return replace(s, a_prev=None, al_prev=None, dt_prev=0.0, lam=self.multipliers(s), lam_prev=None, lam_gap=0.0,
+                       a_prev2=None, al_prev2=None, dt_prev2=0.0, lam_prev2=None, lam_gap2=0.0)
 
     def update(self, d: np.ndarray, th: np.ndarray, du: np.ndarray):
         """Newton update of the increments of the moving bodies: ``d ← d + Δr`` and ``θ`` such that

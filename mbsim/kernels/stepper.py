@@ -159,6 +159,31 @@ def _work(n_el, w):
 
 
 @njit(cache=True)
+def _extrapolation(x, x0, x1, x2, two, three):
+    """The weights (w0, w1, w2) of the values at x0, x1, x2 in the polynomial through them evaluated
+    at x: Lagrange's through all three if ``three``, the line through the first two if ``two``, else
+    the first value alone ((1, 0, 0)).  The Newton start of a step (docs/newton.md)."""
+    if three:
+        return ((x - x1) * (x - x2) / ((x0 - x1) * (x0 - x2)), (x - x0) * (x - x2) / ((x1 - x0) * (x1 - x2)),
+                (x - x0) * (x - x1) / ((x2 - x0) * (x2 - x1)))
+    if two:
+        return (x - x1) / (x0 - x1), (x - x0) / (x1 - x0), 0.0
+    return 1.0, 0.0, 0.0
+
+
+@njit(cache=True)
+def _apply(du, nm, d, th, lam, scale):
+    """The Newton correction ``du``: d ← d + Δr, θ ← cayvec(cay(Δθ) cay(θ)) per moving body, and the
+    elements' own unknowns (physical) λ ← λ + k Δλ̃ (the solve is for λ̃ = λ/k)."""
+    for i in range(nm):
+        for j in range(3):
+            d[i, j] += du[6 * i + j]
+        kb.cay_compose((du[6 * i + 3], du[6 * i + 4], du[6 * i + 5]), th, i)
+    for j in range(lam.shape[0]):
+        lam[j] += scale[j] * du[6 * nm + j]
+
+
+@njit(cache=True)
 def _norm(x):
     s = 0.0
     for i in range(x.shape[0]):
@@ -173,7 +198,7 @@ def _n3(x, i):
 
 @njit(cache=True)
 def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1, al1, a_pred,
-                w_pred, al_pred, R, Q, tol):
+                w_pred, al_pred, R, Q, tol, fin):
     """How far the unknowns may be from the step's solution, per moving body and kind (translation,
     rotation), into ``tol`` (nm, 2) in m and rad (the formulas: mbsim.integrators.generalized_alpha);
     inf for the rows whose residual is at round-off.
@@ -185,7 +210,8 @@ def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stif
     |z||f|, not |z×f|); and the inertia of the terms that cancel in the new accelerations and
     angular velocity, ``α_m m (c_a|d| + |a_pred|)`` and ``J_max (α_m (c_a|θ| + |α_pred|) +
     2α_f|ω'|(g|θ| + |ω_pred|))``.  Closer to the solution than that, the iterate cannot be told
-    from it in floating point, whatever the stiffness, and its correction is noise.
+    from it in floating point, whatever the stiffness, and its correction is noise.  ``fin`` (nm, 2)
+    receives the tolerances without that exception.
     """
     for i in range(nm):
         t = _n3(th, i)
@@ -198,6 +224,8 @@ def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stif
                         (atol + rtol * max(_n3(a1, i), qr / (am * mass[i]))) / c_a)
         tol[i, 1] = min(min(atol + rtol, (atol + rtol * w) / (g * tb + w)),
                         (atol + rtol * max(al, qt / (am * j_max[i]))) / (c_a * tb + al))
+        fin[i, 0] = tol[i, 0]
+        fin[i, 1] = tol[i, 1]
         rr = np.sqrt(R[o] * R[o] + R[o + 1] * R[o + 1] + R[o + 2] * R[o + 2])
         rt = np.sqrt(R[o + 3] * R[o + 3] + R[o + 4] * R[o + 4] + R[o + 5] * R[o + 5])
         if rr <= roundoff * _EPS * (qr + stiff[i] + am * mass[i] * (c_a * _n3(d, i) + _n3(a_pred, i))):
@@ -268,8 +296,10 @@ def _rows_hold(R, nm, scale, tol_own):
 def advance(nsteps, dt, status, *args):
     """Take up to ``nsteps`` steps of size ``dt``, updating the state arrays in place.
 
-    ``a_prev``/``al_prev`` and ``prev_dt[0]`` are the predictor's history
-    (the accelerations one step back and that step's size, 0 for none; in/out);
+    ``a_prev``/``al_prev`` (2, n, 3) and ``prev_dt`` (2,) are the predictor's history
+    (the accelerations one and two steps back and those steps' sizes, 0 for none; in/out),
+    ``lam_prev`` (2, own unknowns) and ``lam_gap`` (2,) the same for the own unknowns
+    (the values and how long before the newer ones they belong);
     ``energy`` = [dissipated, external work, dissipated power, load power]
     (in/out); ``gravity`` is unused (the frame quantities are not computed);
     ``lu_state`` = [1 if lu_data holds a factorization, its Δt];
@@ -296,7 +326,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         j_max, arm, af, am, beta, gamma, F_alpha, M_alpha, FL1, ML1, TG, FE, TGE,
         el_start, el_body, el_data, el_index, el_joint, el_arm, el_stiff, el_first, el_ref, el_owner, el_rot, el_dofs,
         el_pos, body_pos, size, parent, order, dense_flat, sym, mode, modified, max_it, rtol, atol, roundoff, noise,
-        contraction, slow, lu_data, lu_piv, lu_state, iterations, residuals, counters, hist_out, R_out,
+        contraction, slow, thin_margin, lu_data, lu_piv, lu_state, iterations, residuals, counters, hist_out, R_out,
         scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length, f_jforce, f_jmoment, f_jerror,
         f_scalars, status):
     """The compiled loop of :func:`advance` and :func:`advance_frames`: ``nframes`` blocks of ``spf``
@@ -332,13 +362,13 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     R = np.empty(ndof); Q = np.empty(ndof); data = np.empty(size)
     d = np.zeros((n_all, 3)); th = np.zeros((n_all, 3))
     r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4))
-    tol = np.empty((nm, 2)); stiff = np.empty(nm)
+    tol = np.empty((nm, 2)); tol_fin = np.empty((nm, 2)); stiff = np.empty(nm)
     hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
     n_el = el_body.shape[0]
     el_res, el_out, K1, dummy, nopos, nodata, scr = _work(n_el, el_dofs.shape[1])
     du = np.empty(ndof); tree_work = np.empty(max(18 * nm, ndof))
-    lam1 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own)
+    lam1 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own); tol_own_fin = np.empty(n_own)
     for j in range(n_own):
         scale[j] = el_ref[j] * c_a  # k = m_ref/(βΔt²) or J_ref/(βΔt²)
     xs = np.empty((nm, 6)); Fx = np.empty((n_all, 3)); Mx = np.empty((n_all, 3)); Jw_ = np.empty((nm, 3, 3)); mw = np.empty(nm)
@@ -353,8 +383,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         if frames:
             r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy; lam0[:] = lam
             lu_state[0] = 0.0  # a fresh tangent and no predictor history after every frame (GeneralizedAlpha.restart)
-            prev_dt[0] = 0.0  # (lam: the frame's multipliers, see above)
-            lam_gap[0] = 0.0
+            prev_dt[:] = 0.0  # (lam: the frame's multipliers, see above)
+            lam_gap[:] = 0.0
         for step in range(spf):
             ks = f * spf + step
             # --- per-step constants (prepare) -------------------------------------------
@@ -378,7 +408,10 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             _spring_scale(nm, r, el_body, el_arm, el_stiff, stiff)
             # --- predictor (GeneralizedAlpha.predict) ------------------------------------
             extrapolate = prev_dt[0] > 0.0
-            ratio = dt / prev_dt[0] if extrapolate else 0.0
+            # a' extrapolated from a_n, a_prev and a_prev2 at t_n, t_n − h1, t_n − h1 − h2 (quadratic; linear
+            # with one step of history): a' = p0 a_n + p1 a_prev + p2 a_prev2
+            p0, p1, p2 = _extrapolation(dt, 0.0, -prev_dt[0], -prev_dt[0] - prev_dt[1], extrapolate,
+                                        extrapolate and prev_dt[1] > 0.0)
             for i in range(nm):
                 c0 = (dt * w[i, 0] + 0.5 * dt * dt * al[i, 0], dt * w[i, 1] + 0.5 * dt * dt * al[i, 1],
                       dt * w[i, 2] + 0.5 * dt * dt * al[i, 2])  # θ₀
@@ -388,26 +421,33 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                         th[i, j] = c0[j]
                     continue
                 # cay(θ₀)ᵀ applied to the extrapolated α
-                ax = (al[i, 0] + ratio * (al[i, 0] - al_prev[i, 0]), al[i, 1] + ratio * (al[i, 1] - al_prev[i, 1]),
-                      al[i, 2] + ratio * (al[i, 2] - al_prev[i, 2]))
+                ax = (p0 * al[i, 0] + p1 * al_prev[0, i, 0] + p2 * al_prev[1, i, 0],
+                      p0 * al[i, 1] + p1 * al_prev[0, i, 1] + p2 * al_prev[1, i, 1],
+                      p0 * al[i, 2] + p1 * al_prev[0, i, 2] + p2 * al_prev[1, i, 2])
                 CA = kb.cay_mv(c0, ax, -1.0)
                 for j in range(3):
                     d[i, j] = dt * v[i, j] + dt * dt * ((0.5 - beta) * a[i, j]
-                                                        + beta * (a[i, j] + ratio * (a[i, j] - a_prev[i, j])))
+                                                        + beta * (p0 * a[i, j] + p1 * a_prev[0, i, j]
+                                                                  + p2 * a_prev[1, i, j]))
                     th[i, j] = dt * w[i, j] + dt * dt * ((0.5 - beta) * al[i, j] + beta * CA[j])
-            # the elements' own unknowns start from the last step's, extrapolated linearly when the step
-            # before it is known (lam_gap[0] > 0): lam belongs to t_n + tau (the last step's t_n−1 + α_f Δt,
-            # or t_n itself after a frame's restart), the new ones to t_n + α_f Δt (THEORY §11)
+            # the elements' own unknowns start from the last steps' values extrapolated in time (quadratically
+            # through three, linearly through two, the last alone after a frame): lam belongs to t_n + tau
+            # (the last step's t_n−1 + α_f Δt, or t_n itself after a frame's restart), lam_prev[0] lam_gap[0]
+            # before it, lam_prev[1] lam_gap[1] before that; the new ones to t_n + α_f Δt (THEORY §11)
             tau = -(1.0 - af) * prev_dt[0]
-            if lam_gap[0] > 0.0:
-                wl = (af * dt - tau) / lam_gap[0]
-                for j in range(n_own):
-                    lam1[j] = lam[j] + wl * (lam[j] - lam_prev[j])
-            else:
-                lam1[:] = lam
+            l0, l1, l2 = _extrapolation(af * dt, tau, tau - lam_gap[0], tau - lam_gap[0] - lam_gap[1],
+                                        lam_gap[0] > 0.0, lam_gap[0] > 0.0 and lam_gap[1] > 0.0)
+            for j in range(n_own):  # (the terms of weight 0 left out: a frame's multipliers may be NaN)
+                lam1[j] = l0 * lam[j]
+                if l1 != 0.0:
+                    lam1[j] += l1 * lam_prev[0, j]
+                if l2 != 0.0:
+                    lam1[j] += l2 * lam_prev[1, j]
             # --- Newton (the stopping test of mbsim.integrators.generalized_alpha) ------------
             have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
             last = np.inf
+            last_all = np.inf
+            thin = False
             reason = 0
             culprit = -1
             k = 0
@@ -437,8 +477,9 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     reason = BLEW_UP
                     break
                 _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1,
-                            al1, a_pred, w_pred, al_pred, R, Q, tol)
+                            al1, a_pred, w_pred, al_pred, R, Q, tol, tol_fin)
                 _own_tolerances(nm, el_body, el_owner, el_rot, tol, tol_own)
+                _own_tolerances(nm, el_body, el_owner, el_rot, tol_fin, tol_own_fin)
                 hold = _rows_hold(R, nm, scale, tol_own)
                 culprit = _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent, order,
                                       sym, lu_state, dt, R, du, tree_work, counters)
@@ -448,8 +489,24 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 have = True
                 sz = _size(du, tol, tol_own)
                 rate = sz / last if last > 0.0 else np.inf
-                if k > 0 and hold and (sz <= noise or (rate < 1.0 and sz <= 1.0 - rate)):
-                    break  # converged: ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol, or Δu_k is noise
+                sz_all = _size(du, tol_fin, tol_own_fin)
+                rate_all = sz_all / last_all if last_all > 0.0 else np.inf
+                if k > 0 and hold and sz <= noise:
+                    break  # converged: Δu_k is round-off noise, nothing to gain from it
+                if k > 0 and hold and k < max_it and rate_all < 1.0 and rate_all * sz_all <= 1.0 - rate_all:
+                    # converged once Δu_k is applied: ‖u_k + Δu_k − u*‖ ≤ ρ‖Δu_k‖/(1 − ρ) ≤ tol (SciPy's BDF
+                    # and RADAU5 stop so), at the price of the kinematics, not of another residual.  Measured
+                    # with every unknown weighed, those of rows at round-off too: u_k's residual there is as
+                    # good as floating point gets, but what Δu_k does to them is only bounded by this
+                    counters[0] += 1
+                    k += 1
+                    thin = rate_all * sz_all > thin_margin * (1.0 - rate_all)
+                    _apply(du, nm, d, th, lam1, scale)
+                    kb.kinematics(d, th, q, r, v, a, w, al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
+                                  r1, q1, R1, T, Om, v1, a1, w1, al1)
+                    break
+                if k > 0 and hold and rate < 1.0 and sz <= 1.0 - rate:
+                    break  # at the iteration limit: u_k itself, ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol
                 if k == max_it:
                     reason = MAX_ITERATIONS
                     break
@@ -468,18 +525,15 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                         reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                         break
                     sz = _size(du, tol, tol_own)
+                    sz_all = _size(du, tol_fin, tol_own_fin)
                 if not modified:
                     have = False
                     lu_state[0] = 0.0
                 counters[0] += 1
                 k += 1
                 last = sz
-                for i in range(nm):
-                    for j in range(3):
-                        d[i, j] += du[6 * i + j]
-                    kb.cay_compose((du[6 * i + 3], du[6 * i + 4], du[6 * i + 5]), th, i)
-                for j in range(n_own):  # the solve is for λ̃ = λ/k
-                    lam1[j] += scale[j] * du[6 * nm + j]
+                last_all = sz_all
+                _apply(du, nm, d, th, lam1, scale)
             status[3] = k  # what the last step did, for GeneralizedAlpha.step's StepResult
             status[5] = nh
             for j in range(nh):
@@ -492,13 +546,14 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 R_out[:] = R
                 return f
             iterations[ks] = k
-            if k >= slow:
+            if nh >= slow or thin:
                 lu_state[0] = 0.0  # the factorization contracts too slowly for this motion: a fresh one next step
             residuals[ks] = hist[nh - 1]
             # --- accept: state, predictor history, energy integrals (trapezoidal, like the Python step) ----
             for i in range(n_all):
                 for j in range(3):
-                    a_prev[i, j] = a[i, j]; al_prev[i, j] = al[i, j]
+                    a_prev[1, i, j] = a_prev[0, i, j]; al_prev[1, i, j] = al_prev[0, i, j]
+                    a_prev[0, i, j] = a[i, j]; al_prev[0, i, j] = al[i, j]
                     r[i, j] = r1[i, j]; v[i, j] = v1[i, j]; a[i, j] = a1[i, j]
                     w[i, j] = w1[i, j]; al[i, j] = al1[i, j]
                 for j in range(4):
@@ -510,9 +565,12 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     dF = TG[f, step + 1, 0, j] - TG[f, step, 0, j]
                     if dF != 0.0:
                         energy[1] -= (lam[j] + wgt * (lam1[j] - lam[j])) * dF
-            lam_prev[:] = lam
+            lam_prev[1] = lam_prev[0]
+            lam_prev[0] = lam
+            lam_gap[1] = lam_gap[0]
             lam_gap[0] = af * dt - tau  # from lam's time (t_n + tau) to lam1's (t_n + α_f Δt)
             lam[:] = lam1
+            prev_dt[1] = prev_dt[0]
             prev_dt[0] = dt
             pd = _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first, lam, scale,
                                    TG[f, step + 1, 0], Rn, el_res, el_out, K1, dummy, nopos, nodata, scr)
@@ -529,7 +587,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
         if not (_finite2(r) and _finite2(q) and _finite2(v) and _finite2(a) and _finite2(w) and _finite2(al)):
             r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0
             lam[:] = lam0
-            prev_dt[0] = 0.0
+            prev_dt[:] = 0.0
             status[1] = 1
             return f
         if n_own > 0:  # the frame's multipliers from the constrained equations (NaN where they are singular)
