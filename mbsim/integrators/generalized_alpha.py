@@ -28,7 +28,10 @@ the contraction rate ρ_k = ‖Δu_k‖/‖Δu_{k−1}‖ (in the max-norm that 
 each body's translation and rotation by its tolerance), the distance from u_k to the
 solution of the step is at most ‖Δu_k‖/(1 − ρ_k) (a contraction's
 a-posteriori bound), and u_k -- whose residual was evaluated -- is accepted
-when that bound is within tolerance, body by body and kind by kind:
+when that bound is within tolerance, body by body and kind by kind; or, when
+ρ_k‖Δu_k‖/(1 − ρ_k) is (the bound of u_k + Δu_k, with every unknown weighed,
+those of rows at round-off too), Δu_k is applied and the step stops, without
+another residual (SciPy's BDF, RADAU5):
 
     translation: |e| ≤ min(tol(r'), tol(v')/g, tol(a')/c_a)         [m]
     rotation:    |e| ≤ min(tol(1 rad), tol(ω')/G, tol(α')/C)         [rad]
