@@ -359,7 +359,11 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     w1 = np.empty((n_all, 3)); al1 = np.empty((n_all, 3))
     a_pred = np.empty((n_all, 3)); w_pred = np.empty((n_all, 3)); al_pred = np.empty((n_all, 3))
     Xn = np.empty((nm, 3)); W = np.empty(3); A = np.empty(3); JW = np.empty(3)
-    R = np.empty(ndof); Q = np.empty(ndof); data = np.empty(size)
+    R = np.empty(ndof); Q = np.empty(ndof)
+    # the block LUs factorize in place: the tangent is assembled into the factorization's storage, which
+    # holds the factors kept by modified Newton until a fresh tangent is assembled to replace them (one
+    # array of the model's size, not two, and no copy: at 10 000 links they are 29 MB each)
+    data = np.empty(size) if is_dense else lu_data
     d = np.zeros((n_all, 3)); th = np.zeros((n_all, 3))
     r1 = np.empty((n_all, 3)); q1 = np.empty((n_all, 4))
     tol = np.empty((nm, 2)); tol_fin = np.empty((nm, 2)); stiff = np.empty(nm)
@@ -740,7 +744,8 @@ def _factorize(is_dense, data, dense_flat, ndof, lu_data, piv_flat, nm, parent, 
         if bad < 0:
             return -1
         return bad // 6 if bad < 6 * nm else nm + bad - 6 * nm  # a body, or nm + an element-owned unknown
-    lu_data[:] = data
+    if data.ctypes.data != lu_data.ctypes.data:  # (the compiled loop assembles into lu_data itself)
+        lu_data[:] = data
     if sym.shape[0] > 0:
         return blocklu.factorize(lu_data, sym, piv_flat)
     return tree.factorize(lu_data, nm, parent, order, piv_flat)
