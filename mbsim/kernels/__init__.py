@@ -24,6 +24,8 @@ import sys
 from pathlib import Path
 from typing import Callable
 
+import numpy as np
+
 NUMBA = importlib.util.find_spec("numba") is not None
 
 _COMPILED_SOURCES = (Path(__file__).parent, Path(__file__).parent.parent / "elements")
@@ -221,6 +223,14 @@ class _StampedLocator:
             if locator is not None:
                 return _Stamped(locator)
         return None
+
+
+# Indices of flat storage, or gathered by index, cast to unsigned (``unsigned(i)``): numba tests every
+# signed index for a negative value to wrap around (a compare and a branch per access, which also keeps
+# loops from being vectorized) and skips that for an unsigned one -- 40 % of an 11×11 LU, 30 % of a block
+# solve.  Only for indices known to be non-negative (no bounds check follows either way); plain Python
+# runs the same source (a numpy integer is an index too).
+unsigned = np.uint64
 
 
 def njit(*args, **kwargs):

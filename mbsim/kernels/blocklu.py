@@ -25,6 +25,7 @@ import heapq
 import numpy as np
 
 from . import dense, njit
+from . import unsigned as _u  # no wrap-around test per index (mbsim.kernels.unsigned)
 
 # Header of ``sym``: the number of blocks, of (pivot, later neighbour) pairs, of update triples.
 _NB, _NL, _NU = 0, 1, 2
@@ -281,26 +282,26 @@ def factorize(data, sym, piv):
     (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
      o_oij, _, o_lrows, o_ucols, o_urows, o_ucols2) = _parts(sym)
     for p in range(nb):
-        k = sym[o_order + p]
-        sk = sym[o_start + k]
-        n = sym[o_start + k + 1] - sk
-        dk = sym[o_diag + k]
+        k = sym[_u(o_order + p)]
+        sk = sym[_u(o_start + k)]
+        n = sym[_u(o_start + k + 1)] - sk
+        dk = sym[_u(o_diag + k)]
         if dense.lu_block(data, dk, n, piv, sk) >= 0:
             return k
-        for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):  # U_ki ← D_kk⁻¹ A_ki, its nonzero columns
-            i = sym[o_lblk + e]
-            m = sym[o_start + i + 1] - sym[o_start + i]
-            dense.lu_block_solve_columns(data, dk, n, piv, sk, data, sym[o_uki + e], m, sym[o_ucols + e])
-        for e in range(sym[o_uptr + p], sym[o_uptr + p + 1]):  # A_ij −= A_ik U_kj
-            nj = sym[o_start + sym[o_uj + e] + 1] - sym[o_start + sym[o_uj + e]]
-            aik, ukj, aij = sym[o_oik + e], sym[o_okj + e], sym[o_oij + e]
-            nc = sym[o_ucols2 + e]
-            for r in range(sym[o_urows + e]):
+        for e in range(sym[_u(o_lptr + p)], sym[_u(o_lptr + p + 1)]):  # U_ki ← D_kk⁻¹ A_ki, its nonzero columns
+            i = sym[_u(o_lblk + e)]
+            m = sym[_u(o_start + i + 1)] - sym[_u(o_start + i)]
+            dense.lu_block_solve_columns(data, dk, n, piv, sk, data, sym[_u(o_uki + e)], m, sym[_u(o_ucols + e)])
+        for e in range(sym[_u(o_uptr + p)], sym[_u(o_uptr + p + 1)]):  # A_ij −= A_ik U_kj
+            nj = sym[_u(o_start + sym[_u(o_uj + e)] + 1)] - sym[_u(o_start + sym[_u(o_uj + e)])]
+            aik, ukj, aij = sym[_u(o_oik + e)], sym[_u(o_okj + e)], sym[_u(o_oij + e)]
+            nc = sym[_u(o_ucols2 + e)]
+            for r in range(sym[_u(o_urows + e)]):
                 for c in range(nc):
                     s = 0.0
                     for q in range(n):
-                        s += data[aik + n * r + q] * data[ukj + nj * q + c]
-                    data[aij + nj * r + c] -= s
+                        s += data[_u(aik + n * r + q)] * data[_u(ukj + nj * q + c)]
+                    data[_u(aij + nj * r + c)] -= s
     return -1
 
 
@@ -310,36 +311,36 @@ def solve_into(data, sym, piv, rhs, work, out):
     as unknowns."""
     (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
      o_oij, o_perm, o_lrows, o_ucols, _, _) = _parts(sym)
-    ndof = sym[o_start + nb]
+    ndof = sym[_u(o_start + nb)]
     for r in range(ndof):
-        work[sym[o_perm + r]] = rhs[r]
+        work[_u(sym[_u(o_perm + r)])] = rhs[_u(r)]
     for p in range(nb):  # forward: y_k = D_kk⁻¹ b_k, b_i −= A_ik y_k
-        k = sym[o_order + p]
-        sk = sym[o_start + k]
-        n = sym[o_start + k + 1] - sk
-        dense.lu_block_solve(data, sym[o_diag + k], n, piv, sk, work, sk)
-        for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):
-            si = sym[o_start + sym[o_lblk + e]]
-            a = sym[o_lik + e]
-            for r in range(sym[o_lrows + e]):
+        k = sym[_u(o_order + p)]
+        sk = sym[_u(o_start + k)]
+        n = sym[_u(o_start + k + 1)] - sk
+        dense.lu_block_solve(data, sym[_u(o_diag + k)], n, piv, sk, work, sk)
+        for e in range(sym[_u(o_lptr + p)], sym[_u(o_lptr + p + 1)]):
+            si = sym[_u(o_start + sym[_u(o_lblk + e)])]
+            a = sym[_u(o_lik + e)]
+            for r in range(sym[_u(o_lrows + e)]):
                 s = 0.0
                 for q in range(n):
-                    s += data[a + n * r + q] * work[sk + q]
-                work[si + r] -= s
+                    s += data[_u(a + n * r + q)] * work[_u(sk + q)]
+                work[_u(si + r)] -= s
     for p in range(nb - 1, -1, -1):  # backward, in place: x_k = y_k − Σ U_ki x_i
-        k = sym[o_order + p]
-        sk = sym[o_start + k]
-        n = sym[o_start + k + 1] - sk
-        for e in range(sym[o_lptr + p], sym[o_lptr + p + 1]):
-            i = sym[o_lblk + e]
-            si = sym[o_start + i]
-            m = sym[o_start + i + 1] - si
-            u = sym[o_uki + e]
-            mc = sym[o_ucols + e]
+        k = sym[_u(o_order + p)]
+        sk = sym[_u(o_start + k)]
+        n = sym[_u(o_start + k + 1)] - sk
+        for e in range(sym[_u(o_lptr + p)], sym[_u(o_lptr + p + 1)]):
+            i = sym[_u(o_lblk + e)]
+            si = sym[_u(o_start + i)]
+            m = sym[_u(o_start + i + 1)] - si
+            u = sym[_u(o_uki + e)]
+            mc = sym[_u(o_ucols + e)]
             for r in range(n):
                 s = 0.0
                 for q in range(mc):
-                    s += data[u + m * r + q] * work[si + q]
-                work[sk + r] -= s
+                    s += data[_u(u + m * r + q)] * work[_u(si + q)]
+                work[_u(sk + r)] -= s
     for r in range(ndof):
-        out[r] = work[sym[o_perm + r]]
+        out[_u(r)] = work[_u(sym[_u(o_perm + r)])]

@@ -27,6 +27,7 @@ N = 1 (a spring's residual: 310 ns with views, 95 ns without).
 from __future__ import annotations
 
 from . import njit
+from . import unsigned as _u  # no wrap-around test per index (mbsim.kernels.unsigned)
 
 NONE, CONSISTENT, SEED = 0, 1, 2
 
@@ -39,23 +40,26 @@ SCRATCH = (6, 3, 3)
 @njit(cache=True)
 def row(x, i, c):
     """``x[i, c:c+3]`` as a tuple."""
-    return (x[i, c], x[i, c + 1], x[i, c + 2])
+    ui = _u(i)
+    return (x[ui, _u(c)], x[ui, _u(c + 1)], x[ui, _u(c + 2)])
 
 
 @njit(cache=True)
 def mv(R, a, z):
     """R[a] z for R (n, 3, 3) and a tuple z."""
-    return (R[a, 0, 0] * z[0] + R[a, 0, 1] * z[1] + R[a, 0, 2] * z[2],
-            R[a, 1, 0] * z[0] + R[a, 1, 1] * z[1] + R[a, 1, 2] * z[2],
-            R[a, 2, 0] * z[0] + R[a, 2, 1] * z[1] + R[a, 2, 2] * z[2])
+    ua = _u(a)
+    return (R[ua, 0, 0] * z[0] + R[ua, 0, 1] * z[1] + R[ua, 0, 2] * z[2],
+            R[ua, 1, 0] * z[0] + R[ua, 1, 1] * z[1] + R[ua, 1, 2] * z[2],
+            R[ua, 2, 0] * z[0] + R[ua, 2, 1] * z[1] + R[ua, 2, 2] * z[2])
 
 
 @njit(cache=True)
 def mtv(R, a, z):
     """R[a]ᵀ z for R (n, 3, 3) and a tuple z."""
-    return (R[a, 0, 0] * z[0] + R[a, 1, 0] * z[1] + R[a, 2, 0] * z[2],
-            R[a, 0, 1] * z[0] + R[a, 1, 1] * z[1] + R[a, 2, 1] * z[2],
-            R[a, 0, 2] * z[0] + R[a, 1, 2] * z[1] + R[a, 2, 2] * z[2])
+    ua = _u(a)
+    return (R[ua, 0, 0] * z[0] + R[ua, 1, 0] * z[1] + R[ua, 2, 0] * z[2],
+            R[ua, 0, 1] * z[0] + R[ua, 1, 1] * z[1] + R[ua, 2, 1] * z[2],
+            R[ua, 0, 2] * z[0] + R[ua, 1, 2] * z[1] + R[ua, 2, 2] * z[2])
 
 
 @njit(cache=True)

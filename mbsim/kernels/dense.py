@@ -8,7 +8,9 @@ agree with LAPACK's to round-off.
 """
 from __future__ import annotations
 
+
 from . import njit
+from . import unsigned as _u  # no wrap-around test per index (mbsim.kernels.unsigned)
 
 
 @njit(cache=True)
@@ -23,25 +25,25 @@ def lu_block(a, off, n, piv, poff):
     """
     for k in range(n):
         p = k
-        big = abs(a[off + n * k + k])
+        big = abs(a[_u(off + n * k + k)])
         for i in range(k + 1, n):
-            x = abs(a[off + n * i + k])
+            x = abs(a[_u(off + n * i + k)])
             if x > big:
                 big = x
                 p = i
-        piv[poff + k] = p
+        piv[_u(poff + k)] = p
         if big == 0.0:
             return k
         if p != k:
             for j in range(n):
-                a[off + n * k + j], a[off + n * p + j] = a[off + n * p + j], a[off + n * k + j]
-        inv = 1.0 / a[off + n * k + k]
+                a[_u(off + n * k + j)], a[_u(off + n * p + j)] = a[_u(off + n * p + j)], a[_u(off + n * k + j)]
+        inv = 1.0 / a[_u(off + n * k + k)]
         for i in range(k + 1, n):
-            a[off + n * i + k] *= inv
-            f = a[off + n * i + k]
+            a[_u(off + n * i + k)] *= inv
+            f = a[_u(off + n * i + k)]
             if f != 0.0:
                 for j in range(k + 1, n):
-                    a[off + n * i + j] -= f * a[off + n * k + j]
+                    a[_u(off + n * i + j)] -= f * a[_u(off + n * k + j)]
     return -1
 
 
@@ -50,19 +52,19 @@ def lu_block_solve(a, off, n, piv, poff, b, boff):
     """Overwrite ``b[boff : boff + n]`` with the solution of the system factorized by
     :func:`lu_block`."""
     for k in range(n):
-        p = piv[poff + k]
+        p = piv[_u(poff + k)]
         if p != k:
-            b[boff + k], b[boff + p] = b[boff + p], b[boff + k]
+            b[_u(boff + k)], b[_u(boff + p)] = b[_u(boff + p)], b[_u(boff + k)]
     for i in range(n):
-        s = b[boff + i]
+        s = b[_u(boff + i)]
         for j in range(i):
-            s -= a[off + n * i + j] * b[boff + j]
-        b[boff + i] = s
+            s -= a[_u(off + n * i + j)] * b[_u(boff + j)]
+        b[_u(boff + i)] = s
     for i in range(n - 1, -1, -1):
-        s = b[boff + i]
+        s = b[_u(boff + i)]
         for j in range(i + 1, n):
-            s -= a[off + n * i + j] * b[boff + j]
-        b[boff + i] = s / a[off + n * i + i]
+            s -= a[_u(off + n * i + j)] * b[_u(boff + j)]
+        b[_u(boff + i)] = s / a[_u(off + n * i + i)]
 
 
 @njit(cache=True)
@@ -70,23 +72,23 @@ def lu_block_solve_columns(a, off, n, piv, poff, b, boff, ldb, ncols):
     """:func:`lu_block_solve` for the first ``ncols`` columns of the n×``ldb`` row-major matrix
     ``b[boff:]`` at once, in place (the same operations, column by column, in the same order)."""
     for k in range(n):
-        p = piv[poff + k]
+        p = piv[_u(poff + k)]
         if p != k:
             for c in range(ncols):
-                b[boff + ldb * k + c], b[boff + ldb * p + c] = b[boff + ldb * p + c], b[boff + ldb * k + c]
+                b[_u(boff + ldb * k + c)], b[_u(boff + ldb * p + c)] = b[_u(boff + ldb * p + c)], b[_u(boff + ldb * k + c)]
     for i in range(n):
         for j in range(i):
-            f = a[off + n * i + j]
+            f = a[_u(off + n * i + j)]
             for c in range(ncols):
-                b[boff + ldb * i + c] -= f * b[boff + ldb * j + c]
+                b[_u(boff + ldb * i + c)] -= f * b[_u(boff + ldb * j + c)]
     for i in range(n - 1, -1, -1):
         for j in range(i + 1, n):
-            f = a[off + n * i + j]
+            f = a[_u(off + n * i + j)]
             for c in range(ncols):
-                b[boff + ldb * i + c] -= f * b[boff + ldb * j + c]
-        d = a[off + n * i + i]
+                b[_u(boff + ldb * i + c)] -= f * b[_u(boff + ldb * j + c)]
+        d = a[_u(off + n * i + i)]
         for c in range(ncols):
-            b[boff + ldb * i + c] /= d
+            b[_u(boff + ldb * i + c)] /= d
 
 
 @njit(cache=True)

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from . import dense, njit
+from . import unsigned as _u  # no wrap-around test per index (mbsim.kernels.unsigned)
 
 
 def forest(nm: int, edges: np.ndarray):
@@ -96,26 +97,26 @@ def factorize(data, nm, parent, order, piv):
     pv = piv
     col = np.empty(6)
     for k in range(order.shape[0]):
-        c = order[k]
+        c = order[_u(k)]
         dc = 36 * c
         if dense.lu_block(data, dc, 6, pv, 6 * c) >= 0:
             return c
-        p = parent[c]
+        p = parent[_u(c)]
         if p < 0:
             continue
         uc, lc, dp = 36 * (nm + c), 36 * (2 * nm + c), 36 * p
         for j in range(6):  # U[c] ← D[c]⁻¹ U[c], column by column
             for r in range(6):
-                col[r] = data[uc + 6 * r + j]
+                col[_u(r)] = data[_u(uc + 6 * r + j)]
             dense.lu_block_solve(data, dc, 6, pv, 6 * c, col, 0)
             for r in range(6):
-                data[uc + 6 * r + j] = col[r]
+                data[_u(uc + 6 * r + j)] = col[_u(r)]
         for r in range(6):  # D[p] −= L[c] U[c]
             for j in range(6):
                 s = 0.0
                 for q in range(6):
-                    s += data[lc + 6 * r + q] * data[uc + 6 * q + j]
-                data[dp + 6 * r + j] -= s
+                    s += data[_u(lc + 6 * r + q)] * data[_u(uc + 6 * q + j)]
+                data[_u(dp + 6 * r + j)] -= s
     return -1
 
 
@@ -136,27 +137,27 @@ def solve_into(data, nm, parent, order, piv, rhs, work, out):
     n6 = 6 * nm
     b, y = 0, n6  # offsets of b and y in wk
     for i in range(n6):
-        wk[b + i] = rhs[i]
+        wk[_u(b + i)] = rhs[_u(i)]
     for k in range(order.shape[0]):  # forward: b[p] −= L[c] D[c]⁻¹ b[c]
-        c = order[k]
+        c = order[_u(k)]
         for r in range(6):
-            wk[y + 6 * c + r] = wk[b + 6 * c + r]
+            wk[_u(y + 6 * c + r)] = wk[_u(b + 6 * c + r)]
         dense.lu_block_solve(data, 36 * c, 6, pv, 6 * c, wk, y + 6 * c)
-        p = parent[c]
+        p = parent[_u(c)]
         if p >= 0:
             lc = 36 * (2 * nm + c)
             for r in range(6):
                 s = 0.0
                 for q in range(6):
-                    s += data[lc + 6 * r + q] * wk[y + 6 * c + q]
-                wk[b + 6 * p + r] -= s
+                    s += data[_u(lc + 6 * r + q)] * wk[_u(y + 6 * c + q)]
+                wk[_u(b + 6 * p + r)] -= s
     for k in range(order.shape[0] - 1, -1, -1):  # backward: x[c] = D[c]⁻¹b[c] − (D[c]⁻¹U[c]) x[p]
-        c = order[k]
-        p = parent[c]
+        c = order[_u(k)]
+        p = parent[_u(c)]
         uc = 36 * (nm + c)
         for r in range(6):
-            s = wk[y + 6 * c + r]
+            s = wk[_u(y + 6 * c + r)]
             if p >= 0:
                 for q in range(6):
-                    s -= data[uc + 6 * r + q] * out[6 * p + q]
-            out[6 * c + r] = s
+                    s -= data[_u(uc + 6 * r + q)] * out[_u(6 * p + q)]
+            out[_u(6 * c + r)] = s
