@@ -75,6 +75,7 @@ class ElementKind:
     failure: ClassVar[str] = "is undefined at this state"
     unknowns: ClassVar[tuple] = ()  # ("translation" | "rotation", …): own unknowns per instance
     section: ClassVar[str] = "connectors"  # the scenario list of its instances
+    prepares: ClassVar[bool] = False  # its law keeps the step's constants in ``cache`` (mode PREPARE)
     law: ClassVar[Callable]
 
     @classmethod

@@ -12,7 +12,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit, on_numba
-from ..kernels.connectors import SCRATCH
+from ..kernels.connectors import PREPARE, SCRATCH
 from .. import elements as registry  # ELEMENTS read at use: register() may extend it first
 from .base import N_OUT, ElementEval, Elements
 
@@ -21,28 +21,37 @@ from .base import N_OUT, ElementEval, Elements
 # law with own unknowns writes its k·G blocks and the right side k·(target − γ) or k·target of its rows, and the
 # other laws only their forces (modes below 0 are no tangent to them)
 MODES = {None: 0, "consistent": 1, "seed": 2, "acceleration": -1, "velocity": -2}
+# and, once at the start of every step, PREPARE (−3): a kind that ``prepares`` writes into its ``cache`` rows
+# what stays constant through the step's Newton iteration (a joint: G(q_n), the t_n half of its α-interpolated
+# Jacobian); the other kinds are not called.  Modes 0-2 with α_f < 1 read it
 
 # The arguments every law takes, in order (the contract of docs/develop.md, item 5).
 LAW_ARGUMENTS = ("lo", "hi", "body", "p", "first", "lam", "scale", "target", "af", "g", "mode", "r1", "rn", "R1", "Rn", "v1", "vn", "w1", "wn",
-                 "T", "Om", "res", "K", "out", "pos", "data", "scr")
+                 "T", "Om", "res", "K", "out", "pos", "data", "scr", "cache")
 
 
 def law(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
-        pos, data, scr):
+        pos, data, scr, cache):
     """The law of kind id ``kind`` on instances ``lo … hi−1``; returns the first instance it finds
     undefined, or −1."""
-    return registry.ELEMENTS[kind].law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1,
-                                       wn, T, Om, res, K, out, pos, data, scr)
+    cls = registry.ELEMENTS[kind]
+    if mode == PREPARE and not cls.prepares:
+        return -1
+    return cls.law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K,
+                   out, pos, data, scr, cache)
 
 
 def _compiled_switch(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om,
-                     res, K, out, pos, data, scr):
+                     res, K, out, pos, data, scr, cache):
     """numba's implementation of :func:`law`: a chain of direct calls, generated from the registry."""
     names = ", ".join(LAW_ARGUMENTS)
     lines = [f"def switch(kind, {names}):"]
     kinds = registry.ELEMENTS
     for k in range(len(kinds)):
         lines.append(f"    {'if' if k == 0 else 'elif'} kind == {k}:")
+        if not kinds[k].prepares:
+            lines.append(f"        if mode == {PREPARE}:")
+            lines.append("            return -1")
         lines.append(f"        return law_{k}({names})")
     lines.append("    return -1")
     namespace = {f"law_{k}": cls.law for k, cls in enumerate(kinds)}  # kernels: numba calls them directly
@@ -58,20 +67,21 @@ def _register_switch():
 
 @njit(cache=True)
 def evaluate(start, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
-             data, scr):
+             data, scr, cache):
     """Every element instance: residual rows into ``res`` (n, W), outputs into ``out`` (n, N_OUT), and
     with ``mode`` its tangent blocks into ``K`` (n, W, W), or, given scatter positions ``pos``
     (n, W·W), added straight into ``data`` through ``K`` (1, W, W); W = 12 + the most own unknowns
     of a kind.  ``lam`` holds the own unknowns of all instances (physical), ``first`` where each
     instance's start, ``scale`` the factor k of each, ``target`` the value each row holds (a drive's F(t); see
-    :mod:`mbsim.elements.base`).  Returns the
+    :mod:`mbsim.elements.base`).  ``cache`` (n, 12·(W − 12)): the step's constants of the kinds that
+    ``prepare`` (mode PREPARE, once per step; read by modes 0-2 when α_f < 1).  Returns the
     first instance a law finds undefined, or −1."""
     failed = -1
     for kind in range(start.shape[0] - 1):
         lo, hi = start[kind], start[kind + 1]
         if hi > lo:
             f = law(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
-                    pos, data, scr)
+                    pos, data, scr, cache)
             if f >= 0 and failed < 0:
                 failed = f
     return failed
@@ -94,7 +104,10 @@ def evaluate_at(el: Elements, kin, tangent=None, lam=None, scale=None, target=No
     res, out = np.zeros((n, w)), np.zeros((n, N_OUT))  # (a connector leaves the joint columns 0)
     K = np.zeros((n, w, w) if tangent is not None else (1, w, w))
     T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)
+    nopos, scr, cache = np.zeros((0, w * w), np.int32), np.empty(SCRATCH), np.zeros((n, 12 * (w - 12)))
+    if kin.alpha_f < 1.0:  # the step's constants first, as the step does
+        evaluate(el.start, el.body, el.data, el.first, lam, scale, target, kin.alpha_f, kin.g, PREPARE, kin.rn, kin.rn,
+                 kin.Rn, kin.Rn, kin.vn, kin.vn, kin.wn, kin.wn, T, Om, res, K, out, nopos, _NODATA, scr, cache)
     failed = evaluate(el.start, el.body, el.data, el.first, lam, scale, target, kin.alpha_f, kin.g, MODES[tangent], kin.r1,
-                      kin.rn, kin.R1, kin.Rn, kin.v1, kin.vn, kin.w1, kin.wn, T, Om, res, K, out,
-                      np.zeros((0, w * w), np.int32), _NODATA, np.empty(SCRATCH))
+                      kin.rn, kin.R1, kin.Rn, kin.v1, kin.vn, kin.w1, kin.wn, T, Om, res, K, out, nopos, _NODATA, scr, cache)
     return ElementEval(residual=res, tangent=K if tangent is not None else None, out=out, failed=int(failed))

@@ -20,6 +20,8 @@ Per row, with its multiplier λ (at t_n + α_f Δt), its scale k and target F (t
 argument: F(t_{n+1}), 0 for rows without a drive):
 
 - body rows ``−G_αᵀλ``, ``G_α = α_f G(q') + (1−α_f) G(q_n)``; the row's own ``−k (Φ(q') − F)``;
+  G(q_n) is computed once per step, into the instance's ``cache`` row (mode PREPARE of
+  :mod:`mbsim.elements.engine`), and read by every Newton iteration;
 - tangent ``K_uu = α_f λ ∂(G(q')ᵀ)/∂q'`` (the geometric stiffness), ``K_uλ̃ = k G_αᵀ``,
   ``K_λ̃u = k G(q')``;
 - outputs: the force ``f_A = −G_rAᵀλ`` and moment ``−G_θAᵀλ − z_A × f_A`` about the joint's point
@@ -37,7 +39,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit
-from ..kernels.connectors import NONE, add_block, cross, dot, mv, row
+from ..kernels.connectors import NONE, PREPARE, add_block, cross, dot, mv, row
 from .base import ANGLE_ERROR, FORCE, LENGTH, MOMENT, POSITION_ERROR, POTENTIAL, POWER, ElementKind, offsets
 
 MAX_ROWS = 6
@@ -292,13 +294,22 @@ def _columns(K, ke, i, k, G, H):
 
 @njit(cache=True)
 def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
-        pos, data, scr):
+        pos, data, scr, cache):
     direct = pos.shape[0] > 0
     w = res.shape[1]
     c1 = 1.0 - af
     for e in range(lo, hi):
         a, b = body[e, 0], body[e, 1]
         m = int(p[e, _ROWS])
+        if mode == PREPARE:  # G(q_n) of every row, for the step: cache[e, 12 i : 12 i + 12] = [g_rA, g_θA, g_rB, g_θB]
+            zAn, zBn, dn = _geometry(p, e, Rn, rn, a, b)
+            for i in range(m):
+                _, gnrA, gntA, gnrB, gntB = _row(int(p[e, _CODE + i]), p, e, Rn, a, b, zAn, zBn, dn)
+                Gn = (gnrA, gntA, gnrB, gntB)
+                for s_ in range(4):
+                    for q in range(3):
+                        cache[e, 12 * i + 3 * s_ + q] = Gn[s_][q]
+            continue
         ke = 0 if direct else e
         if mode != NONE:  # the block of the bodies and this instance's own unknowns (the rest: unused)
             for r_ in range(12 + m):
@@ -321,7 +332,6 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
             if direct:
                 add_block(K, ke, pos, e, data)
             continue  # (no outputs: those of a state come from mode NONE)
-        zAn, zBn, dn = _geometry(p, e, Rn, rn, a, b)
         fA = (0.0, 0.0, 0.0)
         mA = (0.0, 0.0, 0.0)
         et, er = 0.0, 0.0
@@ -338,9 +348,14 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
                 er += phi * phi
             else:
                 et += phi * phi
-            _, gnrA, gntA, gnrB, gntB = _row(c, p, e, Rn, a, b, zAn, zBn, dn)
-            G = (_mix(af, g1rA, c1, gnrA), _mix(af, g1tA, c1, gntA), _mix(af, g1rB, c1, gnrB),
-                 _mix(af, g1tB, c1, gntB))
+            if c1 != 0.0:  # G_α with G(q_n) from the step's start (mode PREPARE)
+                o = 12 * i
+                G = (_mix(af, g1rA, c1, (cache[e, o], cache[e, o + 1], cache[e, o + 2])),
+                     _mix(af, g1tA, c1, (cache[e, o + 3], cache[e, o + 4], cache[e, o + 5])),
+                     _mix(af, g1rB, c1, (cache[e, o + 6], cache[e, o + 7], cache[e, o + 8])),
+                     _mix(af, g1tB, c1, (cache[e, o + 9], cache[e, o + 10], cache[e, o + 11])))
+            else:  # one state (α_f = 1): G(q')
+                G = (g1rA, g1tA, g1rB, g1tB)
             for s_ in range(4):
                 for q in range(3):
                     res[e, 3 * s_ + q] -= lm * G[s_][q]
@@ -460,6 +475,7 @@ class _Joint(ElementKind):
     fields = FIELDS
     arms = ("ZA", "ZB")
     failure = "is undefined at this state"
+    prepares = True
     law = law
 
     @classmethod

@@ -30,6 +30,9 @@ from . import njit
 from . import unsigned as _u  # no wrap-around test per index (mbsim.kernels.unsigned)
 
 NONE, CONSISTENT, SEED = 0, 1, 2
+# The step's constants (mbsim.elements.engine.PREPARE): a law that keeps some writes them into its
+# ``cache`` row at the step's start; the others are not called with it.
+PREPARE = -3
 
 
 # Shape of the work space a kernel of this module (or of mbsim.kernels.bodies) takes as ``scr``:

@@ -64,7 +64,7 @@ def _rotations(q, R):
 def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_w, s_al, Rn,
               a_pred, w_pred, al_pred, F_alpha, M_alpha, step, Xn, mass, Jb, krr,
               el_start, el_body, el_data, el_first, lam, scale, target, el_dofs, el_pos, body_pos,
-              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr):
+              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr, cache):
     """One residual (and tangent into ``data`` if mode) at the iterate with increments (d, th) and
     element-owned unknowns ``lam`` (physical; ``scale`` their factors k, ``target`` the values their
     rows hold at t_{n+1}: a drive's F), its positions,
@@ -87,14 +87,14 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
         data[:] = 0.0
         kb.scatter_bodies(body_pos, krr, Ktt, data)
     failed = engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, target, af, g, mode, r1, s_r, R1, Rn, v1, s_v,
-                             w1, s_w, T, Om, el_res, K1, el_out, el_pos, data, scr)
+                             w1, s_w, T, Om, el_res, K1, el_out, el_pos, data, scr, cache)
     kb.scatter_residual(el_dofs, el_res, R, Q)
     return failed
 
 
 @njit(cache=True)
 def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el_first, lam, scale, target, force,
-                  moment, length, j_force, j_moment, j_error, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
+                  moment, length, j_force, j_moment, j_error, R, el_res, el_out, K1, dummy, nopos, nodata, scr, cache):
     """Element actions at one state (element-owned unknowns ``lam``, their rows' values ``target``)
     into force/moment/length of the connectors and j_force/j_moment/j_error (position, angle) of
     the joints (scenario order) and R ← Λ of every body; returns (stored energy, dissipated power)."""
@@ -108,7 +108,7 @@ def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el
             moment[c, j] = 0.0
         length[c] = np.nan
     engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, target, 1.0, 0.0, no_tangent, r, r, R, R, v, v,
-                    w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr)
+                    w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
     energy, power = 0.0, 0.0
     for e in range(el_index.shape[0]):
         c = el_index[e]
@@ -130,7 +130,7 @@ def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el
 
 @njit(cache=True)
 def _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first, lam, scale, target, R, el_res, el_out, K1,
-                      dummy, nopos, nodata, scr):
+                      dummy, nopos, nodata, scr, cache):
     """The power the connectors dissipate at one state (the energy integral of every step): the
     laws of the kinds that are not joints only -- an ideal joint does no work (its POWER is 0), and
     its law is the costliest, so a jointed chain would evaluate it once more per step for nothing."""
@@ -142,7 +142,7 @@ def _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first
         if hi == lo or el_joint[lo]:
             continue
         engine.law(kind, lo, hi, el_body, el_data, el_first, lam, scale, target, 1.0, 0.0, no_tangent, r, r, R, R, v, v,
-                   w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr)
+                   w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
         for e in range(lo, hi):
             power += el_out[e, POWER]
     return power
@@ -152,10 +152,11 @@ def _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first
 def _work(n_el, w):
     """The arrays the element laws write: residual rows (n, W) and outputs (n, N_OUT), a
     (1, W, W) tangent scratch block, a (1, 3, 3) zero block, the empty scatter maps of a call
-    without tangent, and the laws' own work space (W: the local width, ``dofs.shape[1]``).
+    without tangent, the laws' own work space and the step's constants of the kinds that keep some
+    (``cache``, :data:`mbsim.elements.engine.PREPARE`; W: the local width, ``dofs.shape[1]``).
     Callers unpack the tuple once, outside their loops, and pass the arrays on one by one."""
     return (np.zeros((n_el, w)), np.zeros((n_el, N_OUT)), np.zeros((1, w, w)), np.zeros((1, 3, 3)),
-            np.zeros((0, w * w), np.int32), np.zeros(0), np.empty(kc.SCRATCH))
+            np.zeros((0, w * w), np.int32), np.zeros(0), np.empty(kc.SCRATCH), np.zeros((n_el, 12 * (w - 12))))
 
 
 @njit(cache=True)
@@ -370,7 +371,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     hist = np.empty(2 * max_it + 2)
     Ktt = np.empty((nm, 3, 3))
     n_el = el_body.shape[0]
-    el_res, el_out, K1, dummy, nopos, nodata, scr = _work(n_el, el_dofs.shape[1])
+    el_res, el_out, K1, dummy, nopos, nodata, scr, cache = _work(n_el, el_dofs.shape[1])
     du = np.empty(ndof); tree_work = np.empty(max(18 * nm, ndof))
     lam1 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own); tol_own_fin = np.empty(n_own)
     for j in range(n_own):
@@ -393,6 +394,9 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             ks = f * spf + step
             # --- per-step constants (prepare) -------------------------------------------
             _rotations(q, Rn)
+            if cache.shape[1] > 0:  # the elements' own (a joint's G(q_n)): mbsim.elements.engine.PREPARE
+                engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, TG[f, step + 1, 0], af, g, kc.PREPARE, r,
+                                r, Rn, Rn, v, v, w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
             for i in range(n_all):
                 for j in range(3):
                     a_pred[i, j] = -v[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * a[i, j]
@@ -464,7 +468,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                                     a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
                                     el_start, el_body, el_data, el_first, lam1, scale, TG[f, step + 1, 0], el_dofs,
                                     el_pos, body_pos,
-                                    R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
+                                    R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr, cache)
                 if culprit >= 0:
                     reason = DEGENERATE
                     break
@@ -522,7 +526,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                               a_pred, w_pred, al_pred, F_alpha, M_alpha, ks, Xn, mass, Jb, krr,
                               el_start, el_body, el_data, el_first, lam1, scale, TG[f, step + 1, 0], el_dofs,
                               el_pos, body_pos,
-                              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr)
+                              R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr, cache)
                     culprit = _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent,
                                           order, sym, lu_state, dt, R, du, tree_work, counters)
                     if culprit != -1:
@@ -577,7 +581,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             prev_dt[1] = prev_dt[0]
             prev_dt[0] = dt
             pd = _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first, lam, scale,
-                                   TG[f, step + 1, 0], Rn, el_res, el_out, K1, dummy, nopos, nodata, scr)
+                                   TG[f, step + 1, 0], Rn, el_res, el_out, K1, dummy, nopos, nodata, scr, cache)
             pe = 0.0
             for i in range(n_all):
                 for j in range(3):
@@ -602,12 +606,12 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             if _constrained(-1, nm, r, q, v, w, mass, Jb, Fx, Mx, TGE[f, 2], el_start, el_body, el_data,
                             el_first, el_ref, el_dofs, el_pos, body_pos, is_dense, dense_flat, lu_data, lu_piv, parent,
                             order, sym, lu_state, data, R, Q, du, tree_work, Rn, mw, Jw_, el_res, el_out, K1, dummy,
-                            nodata, scr, xs, lam) >= 0:
+                            nodata, scr, cache, xs, lam) >= 0:
                 lam[:] = np.nan
         if not _frame_row(r, q, v, w, a, al, energy, lam, scale, TGE[f, 0], mass, Jb, gravity, el_start, el_body,
                           el_data, el_index, el_joint, el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force,
                           f_moment, f_length, f_jforce, f_jmoment, f_jerror, f_scalars, f, out, Rn, el_res, el_out, K1,
-                          dummy, nopos, nodata, scr):
+                          dummy, nopos, nodata, scr, cache):
             status[0] = spf
             status[1] = 2
             return f
@@ -617,14 +621,14 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
 @njit(cache=True)
 def _frame_row(r, q, v, w, a, al, energy, lam, scale, target, mass, Jb, gravity, el_start, el_body, el_data, el_index,
                el_joint, el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment, f_length,
-               f_jforce, f_jmoment, f_jerror, f_scalars, f, out, R, el_res, el_out, K1, dummy, nopos, nodata, scr):
+               f_jforce, f_jmoment, f_jerror, f_scalars, f, out, R, el_res, el_out, K1, dummy, nopos, nodata, scr, cache):
     """Row ``f`` of the frame buffers (mbsim.diagnostics.FRAME_BUFFER_KEYS: OUTPUT.md's per-frame
     datasets in scenario order, ``scenario_order[j]`` the internal index of scenario body j) from the
     state; returns False if the element actions, energies or momenta are not finite (the row is
     written all the same).  ``energy`` = [dissipated, external work, …]; ``out`` (9,), ``R`` (n, 3, 3): work."""
     _frame_into(r, q, v, w, lam, scale, target, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_joint,
                 el_first, f_force[f], f_moment[f], f_length[f], f_jforce[f], f_jmoment[f], f_jerror[f], out, R, el_res,
-                el_out, K1, dummy, nopos, nodata, scr)
+                el_out, K1, dummy, nopos, nodata, scr, cache)
     for j in range(scenario_order.shape[0]):
         i = scenario_order[j]
         for c in range(3):
@@ -644,7 +648,7 @@ def _frame_row(r, q, v, w, a, al, energy, lam, scale, target, mass, Jb, gravity,
 @njit(cache=True)
 def _constrained(mode, nm, r, q, v, w, mass, Jb, F, M, target, el_start, el_body, el_data, el_first, el_ref, el_dofs,
                  el_pos, body_pos, is_dense, dense_flat, lu_data, lu_piv, parent, order, sym, lu_state, data, R, Q, du,
-                 tree_work, Rm, krr, Jw, el_res, el_out, K1, dummy, nodata, scr, x, lam):
+                 tree_work, Rm, krr, Jw, el_res, el_out, K1, dummy, nodata, scr, cache, x, lam):
     """The joints' constrained equations at one state (THEORY §11), with the Newton iteration's
     storage and linear solver (its factorization is overwritten: ``lu_state[0]`` ← 0).
 
@@ -672,7 +676,7 @@ def _constrained(mode, nm, r, q, v, w, mass, Jb, F, M, target, el_start, el_body
     data[:] = 0.0
     kb.scatter_bodies(body_pos, krr, Jw, data)
     engine.evaluate(el_start, el_body, el_data, el_first, lam, el_ref, target, 1.0, 0.0, mode, r, r, Rm, Rm, v, v, w,
-                    w, dummy, dummy, el_res, K1, el_out, el_pos, data, scr)
+                    w, dummy, dummy, el_res, K1, el_out, el_pos, data, scr, cache)
     kb.scatter_residual(el_dofs, el_res, R, Q)
     for i in range(nm):
         L = kc.mv(Jw, i, kc.row(w, i, 0))  # J ω
@@ -704,13 +708,13 @@ def constrained(mode, nm, r, q, v, w, mass, Jb, F, M, target, elements, body_pos
     el_start, el_body, el_data, _, _, _, _, el_first, el_ref, _, _, el_dofs, el_pos = elements
     parent, order, dense_flat, sym = structure
     ndof = 6 * nm + el_ref.shape[0]
-    el_res, el_out, K1, dummy, _, nodata, scr = _work(el_body.shape[0], el_dofs.shape[1])
+    el_res, el_out, K1, dummy, _, nodata, scr, cache = _work(el_body.shape[0], el_dofs.shape[1])
     x, lam = np.zeros((nm, 6)), np.zeros(el_ref.shape[0])
     bad = _constrained(mode, nm, r, q, v, w, mass, Jb, F, M, target, el_start, el_body, el_data, el_first, el_ref,
                        el_dofs, el_pos, body_pos, dense_flat.shape[0] > 0, dense_flat, lu_data, lu_piv, parent, order,
                        sym, lu_state, np.zeros(size), np.zeros(ndof), np.zeros(ndof), np.zeros(ndof),
                        np.zeros(max(18 * nm, ndof)), np.empty((r.shape[0], 3, 3)), np.empty(nm), np.empty((nm, 3, 3)),
-                       el_res, el_out, K1, dummy, nodata, scr, x, lam)
+                       el_res, el_out, K1, dummy, nodata, scr, cache, x, lam)
     return x, lam, int(bad)
 
 
@@ -770,22 +774,22 @@ def frame(r, q, v, w, a, al, energy, lam, target, mass, Jb, gravity, el_start, e
     """Row 0 of the frame buffers from one state (:func:`_frame_row`, the compiled loop's own frame
     code; ``lam`` the joints' multipliers of the state, ``target`` the values their rows hold);
     False if its element actions, energies or momenta are not finite."""
-    el_res, el_out, K1, dummy, nopos, nodata, scr = _work(el_body.shape[0], el_dofs.shape[1])
+    el_res, el_out, K1, dummy, nopos, nodata, scr, cache = _work(el_body.shape[0], el_dofs.shape[1])
     return _frame_row(r, q, v, w, a, al, energy, lam, el_ref, target, mass, Jb, gravity, el_start, el_body, el_data,
                       el_index, el_joint, el_first, scenario_order, f_r, f_q, f_v, f_w, f_a, f_al, f_force, f_moment,
                       f_length, f_jforce, f_jmoment, f_jerror, f_scalars, 0, np.empty(9), np.empty((r.shape[0], 3, 3)),
-                      el_res, el_out, K1, dummy, nopos, nodata, scr)
+                      el_res, el_out, K1, dummy, nopos, nodata, scr, cache)
 
 
 @njit(cache=True)
 def _frame_into(r, q, v, w, lam, scale, target, mass, Jb, gravity, el_start, el_body, el_data, el_index, el_joint,
                 el_first, force, moment, length, j_force, j_moment, j_error, out, R, el_res, el_out, K1, dummy, nopos,
-                nodata, scr):
+                nodata, scr, cache):
     """:func:`frame` with its work arrays given (``R``: (n, 3, 3), receives Λ of every body)."""
     n_all = r.shape[0]
     spring_energy, _ = _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el_first, lam, scale,
                                      target, force, moment, length, j_force, j_moment, j_error, R, el_res, el_out, K1,
-                                     dummy, nopos, nodata, scr)
+                                     dummy, nopos, nodata, scr, cache)
     kinetic, grav = 0.0, 0.0
     for j in range(2, 8):
         out[j] = 0.0
