@@ -9,7 +9,8 @@ caller already has (from Jupyter, say) and leaves it open.
 
 Every case is one task (:func:`mbsim.study.worker.run_case`) that writes its
 own file and returns its row; the rows come back as they finish
-(``as_completed``).  A task whose worker died too often
+(``as_completed``), and as many cases are kept on the cluster as it has
+worker threads (see :func:`_submit_all` for why).  A task whose worker died too often
 (:class:`~distributed.KilledWorker`: ``distributed.scheduler.allowed-failures``
 deaths, 3 by default) is a row with status ``lost``; any other error a row
 with status ``failed``; Ctrl-C (KeyboardInterrupt) cancels what has not
@@ -178,7 +179,7 @@ def run_study(study: Study, *, client=None, scheduler: Optional[str] = None, wor
         _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, progress, notify)
     for case in study.cases:
         rows.setdefault(case.index, _empty_row(case.index, study.metrics, "cancelled",
-                                               "not run: the study was interrupted (--resume runs it)"))
+                                               "not finished when the study was interrupted (--resume runs it)"))
     outcome.rows = table.ordered(study, rows)
     table.write_csv(study, outcome.rows, os.path.join(folder, table.CSV_NAME))
     outcome.dataset = table.dataset(study, outcome.rows)
@@ -187,11 +188,23 @@ def run_study(study: Study, *, client=None, scheduler: Optional[str] = None, wor
 
 
 def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, progress, notify) -> None:
+    """Run the cases ``todo`` (rows into ``rows``), with as many in flight as the cluster has threads.
+
+    Keeping no more cases on the cluster than it has threads means a worker holds only the case it
+    runs: when a worker process dies, the scheduler counts that death against that case alone (it
+    counts every case assigned to the dying worker), so one case that kills its workers does not
+    get others declared lost with it.  The next case is submitted as each one finishes (a round trip
+    of a few milliseconds, against cases of seconds); results are gathered as they complete, so that
+    a worker that dies later loses none.
+    """
+    from collections import deque
+
     from distributed import as_completed
     from distributed.scheduler import KilledWorker
     client, cluster, owned = connect(client, scheduler, workers, len(todo))
     bar = None
-    futures = []
+    waiting = deque(todo)
+    in_flight: dict = {}  # future key -> (future, case index)
     try:
         threads = sum(client.nthreads().values())
         outcome.workers = len(client.nthreads())
@@ -202,42 +215,49 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
                    f"{'' if threads == 1 else 's'}) → {folder}")
         client.register_plugin(WarmUp(todo[0].data), name=f"mbsim-warm-up-{uuid.uuid4().hex[:8]}")
         token = uuid.uuid4().hex[:8]
-        by_key = {}
-        for case in todo:
+        done = as_completed([], with_results=True, raise_errors=False)
+
+        def submit_next():
+            case = waiting.popleft()
             f = client.submit(run_case, case.index, case.data, os.path.join(folder, case.file_name), study.metrics,
                               key=f"mbsim-case-{case.index:05d}-{token}", pure=False)
-            by_key[f.key] = case.index
-            futures.append(f)
+            in_flight[f.key] = (f, case.index)
+            done.add(f)
+
+        for _ in range(min(max(1, threads), len(waiting))):
+            submit_next()
         if progress:
             from tqdm import tqdm
             bar = tqdm(total=len(todo), unit="case", file=sys.stderr, desc=study.name, dynamic_ncols=True)
         counts = {"ok": 0, "failed": 0, "lost": 0}
-        for f in as_completed(futures):
-            index = by_key[f.key]
+        for f, result in done:
+            _, index = in_flight.pop(f.key)
             if f.status == "finished":
-                row = f.result()
+                row = result
             else:
-                exc = f.exception() if f.status == "error" else None
+                exc = result[1] if isinstance(result, tuple) and len(result) == 3 else result
                 if isinstance(exc, KilledWorker) or f.status in ("lost", "cancelled"):
                     row = _empty_row(index, study.metrics, "lost",
-                                     f"the worker running it died ({_killed(exc)}); the case may have crashed its "
-                                     f"process (out of memory?)")
+                                     f"the worker running it died ({_killed(exc)}); the case may crash its process "
+                                     f"(out of memory?)")
                 else:
                     row = _empty_row(index, study.metrics, "failed", f"{type(exc).__name__}: {exc}")
             f.release()
             rows[index] = row
             outcome.ran.append(index)
             counts[row["status"]] = counts.get(row["status"], 0) + 1
+            if waiting:
+                threads = max(1, sum(client.nthreads().values()))  # a cluster may grow or shrink
+                while waiting and len(in_flight) < threads:
+                    submit_next()
             if bar is not None:
-                left = len(todo) - len(outcome.ran)
                 bar.set_postfix_str(f"ok {counts['ok']}, failed {counts['failed']}, lost {counts['lost']}, "
-                                    f"running {min(left, threads)}", refresh=False)
+                                    f"running {len(in_flight)}", refresh=False)
                 bar.update(1)
     except KeyboardInterrupt:
         outcome.interrupted = True
-        pending = [f for f in futures if not f.done()]
         try:
-            client.cancel(pending)
+            client.cancel([f for f, _ in in_flight.values()])
         except Exception:  # noqa: BLE001 - shutting down anyway
             pass
     finally:

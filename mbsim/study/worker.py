@@ -21,9 +21,10 @@ import math
 import os
 import time
 
-# A test hook (tests/integration/test_sweep.py): the worker process running the case with this index
-# exits at once, as a worker killed by the operating system would.
-TEST_EXIT_ENV = "MBSIM_SWEEP_TEST_EXIT_CASE"
+# A test hook (tests/integration/test_sweep.py): a worker process whose environment has this variable
+# exits at once when it is given a case whose file path ends with its value, as a worker killed by the
+# operating system (out of memory, say) would.
+TEST_EXIT_ENV = "MBSIM_SWEEP_TEST_EXIT"
 
 
 def run_case(index: int, data: dict, path: str, metrics: tuple) -> dict:
@@ -40,7 +41,8 @@ def run_case(index: int, data: dict, path: str, metrics: tuple) -> dict:
     metrics : tuple of Metric
         What to keep from the result.
     """
-    if os.environ.get(TEST_EXIT_ENV) == str(index):
+    die = os.environ.get(TEST_EXIT_ENV)
+    if die and path.endswith(die):
         os._exit(17)
     from ..api import simulate
     from ..scenario import scenario_from_dict
