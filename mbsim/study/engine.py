@@ -33,10 +33,15 @@ from .studyfile import Case, Study
 from .worker import WarmUp, fill_row, run_case
 
 # set for the workers of a LocalCluster before they start (and for `dask worker`, docs/sweep.md):
-# one thread each for BLAS and numba (the workers are the parallelism), no statistical profiler
+# one thread each for BLAS and numba (the workers are the parallelism); no statistical profiler (it
+# samples every thread's stack every 10 ms holding the GIL), and the worker's own housekeeping --
+# event-loop ticks every 20 ms, memory and system monitors every 0.1 and 0.5 s, each of which has to
+# take the GIL from the case's time loop -- at a calmer pace
 WORKER_ENVIRON = {"OMP_NUM_THREADS": "1", "OPENBLAS_NUM_THREADS": "1", "MKL_NUM_THREADS": "1",
                   "NUMBA_NUM_THREADS": "1", "MBSIM_FIRST_RUN": "compile"}
-WORKER_CONFIG = {"distributed.worker.profile.enabled": False}
+WORKER_CONFIG = {"distributed.worker.profile.enabled": False, "distributed.admin.tick.interval": "500ms",
+                 "distributed.worker.memory.monitor-interval": "1s",
+                 "distributed.admin.system-monitor.interval": "2s"}
 
 
 class MissingDask(ImportError):
@@ -194,8 +199,9 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
     runs: when a worker process dies, the scheduler counts that death against that case alone (it
     counts every case assigned to the dying worker), so one case that kills its workers does not
     get others declared lost with it.  The next case is submitted as each one finishes (a round trip
-    of a few milliseconds, against cases of seconds); results are gathered as they complete, so that
-    a worker that dies later loses none.
+    of a few milliseconds, against cases of seconds), and results are gathered as they complete, so that
+    a worker that dies later loses none: each case's row is fetched as soon as it is done, after the
+    next case has been submitted.
     """
     from collections import deque
 
@@ -215,7 +221,7 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
                    f"{'' if threads == 1 else 's'}) → {folder}")
         client.register_plugin(WarmUp(todo[0].data), name=f"mbsim-warm-up-{uuid.uuid4().hex[:8]}")
         token = uuid.uuid4().hex[:8]
-        done = as_completed([], with_results=True, raise_errors=False)
+        done = as_completed([])
 
         def submit_next():
             case = waiting.popleft()
@@ -230,12 +236,16 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
             from tqdm import tqdm
             bar = tqdm(total=len(todo), unit="case", file=sys.stderr, desc=study.name, dynamic_ncols=True)
         counts = {"ok": 0, "failed": 0, "lost": 0}
-        for f, result in done:
+        for f in done:
             _, index = in_flight.pop(f.key)
+            if waiting:  # the next case first, then this one's row: the worker does not wait for our round trip
+                threads = max(1, _threads(client))  # a cluster may grow or shrink
+                while waiting and len(in_flight) < threads:
+                    submit_next()
             if f.status == "finished":
-                row = result
+                row = f.result()
             else:
-                exc = result[1] if isinstance(result, tuple) and len(result) == 3 else result
+                exc = f.exception() if f.status == "error" else None
                 if isinstance(exc, KilledWorker) or f.status in ("lost", "cancelled"):
                     row = _empty_row(index, study.metrics, "lost",
                                      f"the worker running it died ({_killed(exc)}); the case may crash its process "
@@ -246,10 +256,6 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
             rows[index] = row
             outcome.ran.append(index)
             counts[row["status"]] = counts.get(row["status"], 0) + 1
-            if waiting:
-                threads = max(1, sum(client.nthreads().values()))  # a cluster may grow or shrink
-                while waiting and len(in_flight) < threads:
-                    submit_next()
             if bar is not None:
                 bar.set_postfix_str(f"ok {counts['ok']}, failed {counts['failed']}, lost {counts['lost']}, "
                                     f"running {len(in_flight)}", refresh=False)
@@ -265,6 +271,14 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
             bar.close()
         if owned:
             _close(client, cluster)
+
+
+def _threads(client) -> int:
+    """Worker threads of the cluster, from the client's own copy of the scheduler's state (no round trip)."""
+    try:
+        return sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    except Exception:  # noqa: BLE001 - as many as at the start, then
+        return sum(client.nthreads().values())
 
 
 def _killed(exc) -> str:
