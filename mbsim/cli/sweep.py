@@ -1,13 +1,12 @@
 """``mbsim sweep STUDY.yaml``: a parameter study on Dask (:mod:`mbsim.study`)."""
 from __future__ import annotations
 
-import argparse
 import json
 import os
 import sys
 
 from ._util import (EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER, _count, _describe, _err, _isatty, _out,
-                    _plain)
+                    _plain, _positive_int)
 
 SHOWN_FAILURES = 10  # failed or lost cases listed after a study (summary.csv has them all)
 
@@ -49,7 +48,7 @@ def register(sub, common, fmt) -> None:
     s.add_argument("study", metavar="STUDY", help="study file (YAML)")
     s.add_argument("-o", "--output", metavar="DIR", help="folder for the case files and the table "
                                                          "(default: the study's output:, else outputs/<study name>)")
-    s.add_argument("--workers", type=_workers_arg, metavar="N",
+    s.add_argument("--workers", type=_positive_int, metavar="N",
                    help="worker processes of the local cluster (default: one per core, at most one per case)")
     s.add_argument("--scheduler", metavar="ADDR",
                    help="run on the existing Dask cluster at ADDR, e.g. tcp://10.0.0.5:8786 (default: "
@@ -62,16 +61,6 @@ def register(sub, common, fmt) -> None:
     s.add_argument("--no-progress", action="store_true",
                    help="no progress bar (it is shown only when stderr is a terminal anyway)")
     s.set_defaults(handler=_cmd_sweep)
-
-
-def _workers_arg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return n
 
 
 def _cmd_sweep(args) -> int:

@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out
+from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out, _positive_int
 
 WHATS = ("dashboard", "energy", "motion", "forces", "joints", "solver")
 
@@ -100,7 +100,7 @@ def register(sub, common, fmt) -> None:
                    help="animation file, .gif or .mp4; default: RESULT with .gif instead of .h5, beside it")
     a.add_argument("--fps", type=_fps_arg, default=25.0, metavar="N",
                    help="frames per second of the animation (default 25)")
-    a.add_argument("--every", type=_every_arg, metavar="N",
+    a.add_argument("--every", type=_positive_int, metavar="N",
                    help="use every N-th stored frame, and always the last (default: the N that plays the motion "
                         "in real time)")
     a.add_argument("--elev", type=_angle_arg, default=20.0, metavar="DEG",
@@ -129,16 +129,6 @@ def _size_arg(text: str):
     if not all(50 <= s <= 10000 for s in size):
         raise argparse.ArgumentTypeError(f"width and height must be 50 ... 10000 pixels, got {text!r}")
     return size
-
-
-def _every_arg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return n
 
 
 def _fps_arg(text: str) -> float:
@@ -205,6 +195,30 @@ def beside(result: str, suffix: str) -> str:
     return (stem if ext.lower() in (".h5", ".hdf5") else result) + suffix
 
 
+def check_extension(out: str) -> bool:
+    """Whether matplotlib can write a figure with the extension of ``out`` (else say so)."""
+    from ..viz import plot
+    ext = os.path.splitext(out)[1].lower().lstrip(".")
+    formats = plot.supported_formats()
+    if ext not in formats:
+        _err(f"cannot write {out!r}: the extension must be one of {', '.join(formats)} (e.g. .png)")
+        return False
+    return True
+
+
+def save_figure(fig, out: str) -> bool:
+    """Write ``fig`` to ``out`` (its folder made); False after saying why it could not be."""
+    from ..viz import plot
+    if not make_parent(out):
+        return False
+    try:
+        plot.save(fig, out)
+    except OSError as exc:
+        _err(f"cannot write {out} ({exc.strerror or exc}); choose another -o path")
+        return False
+    return True
+
+
 def make_parent(path: str) -> bool:
     parent = os.path.dirname(os.path.abspath(path))
     try:
@@ -226,10 +240,7 @@ def _cmd_plot(args) -> int:
         return EXIT_INVALID
     from ..viz import plot
     out = args.output or beside(args.result, f"-{args.what}.png")
-    ext = os.path.splitext(out)[1].lower().lstrip(".")
-    formats = plot.supported_formats()
-    if ext not in formats:
-        _err(f"cannot write {out!r}: the extension must be one of {', '.join(formats)} (e.g. .png)")
+    if not check_extension(out):
         return EXIT_INVALID
     traj = load(args.result, args.quiet)
     if traj is None:
@@ -244,12 +255,7 @@ def _cmd_plot(args) -> int:
         _err(f"{exc}; give a larger --size" + (" or plot one part (--what energy, motion, forces, joints or solver)"
                                                if args.what == "dashboard" else ""))
         return EXIT_INVALID
-    if not make_parent(out):
-        return EXIT_INVALID
-    try:
-        plot.save(fig, out)
-    except OSError as exc:
-        _err(f"cannot write {out} ({exc.strerror or exc}); choose another -o path")
+    if not save_figure(fig, out):
         return EXIT_INVALID
     if not args.quiet:
         w, h = fig.get_size_inches() * fig.dpi
@@ -276,10 +282,7 @@ def _plot_study(args) -> int:
              f"`mbsim sweep` wrote (it holds {table.H5_NAME} and {table.CSV_NAME})")
         return EXIT_INVALID
     out = args.output or os.path.join(args.result, "summary.png")
-    ext = os.path.splitext(out)[1].lower().lstrip(".")
-    formats = plot.supported_formats()
-    if ext not in formats:
-        _err(f"cannot write {out!r}: the extension must be one of {', '.join(formats)} (e.g. .png)")
+    if not check_extension(out):
         return EXIT_INVALID
     try:
         ds = table.read(summary)
@@ -294,12 +297,7 @@ def _plot_study(args) -> int:
     except plot.FigureTooSmall as exc:
         _err(f"{exc}; give a larger --size")
         return EXIT_INVALID
-    if not make_parent(out):
-        return EXIT_INVALID
-    try:
-        plot.save(fig, out)
-    except OSError as exc:
-        _err(f"cannot write {out} ({exc.strerror or exc}); choose another -o path")
+    if not save_figure(fig, out):
         return EXIT_INVALID
     if not args.quiet:
         w, h = fig.get_size_inches() * fig.dpi

@@ -17,7 +17,7 @@ from dataclasses import dataclass, field
 from typing import Optional
 
 from ..scenario import Problem, Scenario, ScenarioError, load_scenario, scenario_from_dict
-from ..scenario.loader import read_text, to_yaml
+from ..scenario.loader import _plain, read_text, to_yaml
 from ..scenario.yamlnodes import TOP, Reader, _clip, compose, describe, kind, line_of, suggest, values_of
 from . import designs, keypaths, metrics
 from .designs import DISTRIBUTIONS, METHODS, RANGES, Design, ParameterSpec
@@ -113,26 +113,12 @@ def study_from_dict(data: dict) -> Study:
     path is taken from the current directory."""
     if not isinstance(data, dict):
         raise TypeError(f"a study must be a file path or a dict, got {type(data).__name__}")
+    data = {k: os.fspath(v) if isinstance(v, os.PathLike) else v for k, v in data.items()}
     try:
         text = to_yaml(_plain(data))
     except (TypeError, ValueError) as exc:
         raise StudyError([Problem("<data>", None, f"cannot be written as YAML: {exc}")]) from None
     return parse_study(text, None)
-
-
-def _plain(value):
-    import numpy as np
-    if isinstance(value, dict):
-        return {k: _plain(v) for k, v in value.items()}
-    if isinstance(value, (list, tuple)):
-        return [_plain(v) for v in value]
-    if isinstance(value, np.ndarray):
-        return value.tolist()
-    if isinstance(value, np.generic):
-        return value.item()
-    if isinstance(value, os.PathLike):
-        return os.fspath(value)
-    return value
 
 
 def parse_study(text: str, source: Optional[str] = None) -> Study:
