@@ -25,10 +25,10 @@ import pytest
 
 import mbsim
 from mbsim.cli import main
-from mbsim.study import engine, load_study, table
+from mbsim.study import engine, load_study, study_from_dict, table
 from mbsim.study.worker import TEST_EXIT_ENV
 
-from ._examples_util import REPO, study_paths
+from ._examples_util import HEADER_PARTS, REPO, study_paths
 from .test_stepping import STIFF  # a stiff spinning pendulum whose Newton iteration fails at Δt = 0.05 s
 
 dask = pytest.importorskip("dask")  # the test extra installs it; a plain `pip install .` has no sweep
@@ -112,8 +112,31 @@ def test_a_failed_case_and_a_killed_worker_are_rows_and_the_study_completes(clie
     client.wait_for_workers(2, timeout=30)
 
 
+def test_a_latin_hypercube_study_is_a_table_along_case_with_the_parameters_as_coordinates(client, tmp_path):
+    study = {"scenario": str(MSD),
+             "parameters": {"connectors[damper-under].damping": {"uniform": [1.0, 4.0]},
+                            "bodies[underdamped].mass": [1.0, 2.0], "time.end": [0.3]},
+             "design": {"samples": 4, "method": "lhs", "seed": 11},
+             "metrics": {"speed": {"quantity": "bodies[underdamped].velocity", "reduce": "max"}}}
+    ds = mbsim.sweep(study, client=client, output=tmp_path / "lhs")
+    assert ds["speed"].dims == ("case",) and list(ds["case"].values) == [0, 1, 2, 3]
+    assert ds.attrs["design"] == "samples" and ds.attrs["seed"] == 11 and ds.attrs["method"] == "lhs"
+    damping = ds["connectors[damper-under].damping"].values
+    assert sorted(np.floor((damping - 1.0) / 3.0 * 4).astype(int)) == [0, 1, 2, 3]  # one per stratum
+    assert sorted(ds["bodies[underdamped].mass"].values) == [1.0, 1.0, 2.0, 2.0]
+    assert (ds["status"].values == "ok").all() and (ds["speed"].values > 0).all()
+    # the same seed, the same cases
+    again = study_from_dict(study)
+    assert [c.values[0] for c in again.cases] == list(damping)
+    assert main(["plot", str(tmp_path / "lhs"), "--quiet"]) == 0 and (tmp_path / "lhs" / "summary.png").exists()
+
+
 @pytest.mark.parametrize("path", study_paths(), ids=lambda p: p.stem)
 def test_example_study_runs(client, path, tmp_path):
+    """Every example study runs; its header says what it models, shows, what to look at and how long
+    it runs, as the example scenarios' do."""
+    header = "\n".join(line for line in path.read_text().splitlines() if line.startswith("#"))
+    assert all(part in header for part in HEADER_PARTS)
     study = load_study(path)
     ds = mbsim.sweep(study, client=client, output=tmp_path / path.stem)
     assert (ds["status"].values == "ok").all()
