@@ -85,6 +85,7 @@ def _cmd_sweep(args) -> int:
     quiet = args.quiet or args.json
     progress = not quiet and not args.no_progress and _isatty(sys.stderr)
     folder = engine.output_folder(study, args.output)
+    existed = os.path.isdir(folder)
     try:
         engine.prepare_folder(folder, args.resume)
     except engine.StudyOutputError as exc:
@@ -101,6 +102,11 @@ def _cmd_sweep(args) -> int:
         _err(str(exc))
         return EXIT_INVALID
     except (OSError, TimeoutError) as exc:  # the scheduler is not there
+        if not existed:  # nothing was written: leave no empty folder behind
+            try:
+                os.rmdir(folder)
+            except OSError:
+                pass
         address = args.scheduler or os.environ.get("DASK_SCHEDULER_ADDRESS", "")
         _err(f"cannot reach the Dask scheduler{f' at {address}' if address else ''}: {exc}; start it with "
              f"`dask scheduler` (and workers with `dask worker tcp://HOST:8786`), or leave out --scheduler "
@@ -165,8 +171,8 @@ def format_outcome(study, outcome) -> str:
     lines.append(f"  table          {os.path.join(outcome.folder, 'summary.csv')} and summary.h5 "
                  f"(mbsim plot {outcome.folder} draws it)")
     if outcome.interrupted:
-        lines.append(f"  run `mbsim sweep {study.source} --resume` to run the {outcome.count('cancelled')} cases "
-                     f"left")
+        lines.append(f"  `mbsim sweep {study.source} --resume -o {outcome.folder}` runs the "
+                     f"{_count(outcome.count('cancelled'), 'case')} left")
     return "\n".join(lines)
 
 

@@ -142,7 +142,7 @@ def connect(client=None, scheduler: Optional[str] = None, workers: Optional[int]
         return client, None, False
     address = scheduler or dask.config.get("scheduler-address", None)
     if address:
-        return Client(address, timeout="20s"), None, True
+        return Client(address, timeout="10s"), None, True
     n = workers or max(1, min(_cores(), n_cases))
     environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **WORKER_ENVIRON}
     with dask.config.set({**WORKER_CONFIG, "distributed.nanny.pre-spawn-environ": environ}):
