@@ -19,8 +19,10 @@ written (the cluster started and its workers warmed up before, as
 
 Printed: wall time, cases/s, the mean time loop of a case (its file's
 ``wall_time_s``: the same computation everywhere, so a slower worker shows
-here), the speed-up of 2 workers over 1, and Dask's overhead per case: the
-1-worker study's time over the plain loop's, minus one.  Figures only;
+here), the CPU other processes took meanwhile (in cores: on a shared
+machine a run of 2 workers next to someone else's busy process measures
+that process), the speed-up of 2 workers over 1, and Dask's overhead per
+case: the 1-worker study's time over the plain loop's, minus one.  Figures only;
 nothing is asserted.  Run it on a quiet machine (``flock /tmp/bench.lock``
 where several people share one).
 
@@ -108,6 +110,48 @@ def on_dask(study, folder: str, workers: int) -> tuple:
     return seconds, outcome.rows, startup
 
 
+class OtherLoad:
+    """The CPU that processes other than this one and its children use while a phase runs (sampled
+    twice a second, in cores): a figure taken on a machine someone else is loading is not one of mbsim."""
+
+    def __init__(self):
+        import threading
+        self.samples: list = []
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self):
+        import psutil
+        me, seen = psutil.Process(), {}
+        while not self._stop.wait(0.5):
+            ours = {me.pid} | {c.pid for c in me.children(recursive=True)}
+            load = 0.0
+            for p in psutil.process_iter():
+                if p.pid in ours:
+                    continue
+                try:
+                    q = seen.setdefault(p.pid, p)
+                    load += q.cpu_percent() / 100.0
+                except (psutil.NoSuchProcess, psutil.AccessDenied):
+                    seen.pop(p.pid, None)
+            self.samples.append(load)
+
+    def __enter__(self):
+        self._thread.start()
+        return self
+
+    def __exit__(self, *exc):
+        self._stop.set()
+        self._thread.join()
+        return False
+
+    @property
+    def cores(self) -> float:
+        """Mean cores used by others (the first sample only primes the counters)."""
+        s = self.samples[1:]
+        return sum(s) / len(s) if s else 0.0
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--cases", type=int, default=64, help="cases in the study (default 64)")
@@ -123,16 +167,22 @@ def main(argv=None) -> int:
         print(f"mbsim sweep benchmark: {args.cases} cases of the {args.n}-body chain, {args.steps} steps each, "
               f"a file per case; {platform.machine()}, {os.cpu_count()} cores, Python {platform.python_version()}")
         results = []
-        loop_s, rows = plain_loop(study, _fresh(root, "loop"))
-        results.append(("plain loop, 1 process", loop_s, rows, 0.0))
+        with OtherLoad() as other:
+            loop_s, rows = plain_loop(study, _fresh(root, "loop"))
+        results.append(("plain loop, 1 process", loop_s, rows, 0.0, other.cores))
         for w in args.workers:
-            s, rows, startup = on_dask(study, _fresh(root, f"dask{w}"), w)
-            results.append((f"dask, {w} worker{'' if w == 1 else 's'}", s, rows, startup))
-        print(f"\n{'':24}{'wall s':>9}{'cases/s':>9}{'time loop s/case':>18}{'cluster start s':>17}")
-        for name, s, rows, startup in results:
+            with OtherLoad() as other:
+                s, rows, startup = on_dask(study, _fresh(root, f"dask{w}"), w)
+            results.append((f"dask, {w} worker{'' if w == 1 else 's'}", s, rows, startup, other.cores))
+        print(f"\n{'':24}{'wall s':>9}{'cases/s':>9}{'time loop s/case':>18}{'cluster start s':>17}"
+              f"{'others (cores)':>16}")
+        for name, s, rows, startup, others in results:
             loop = sum(r["wall_time_s"] for r in rows) / len(rows)
-            print(f"{name:24}{s:9.2f}{len(rows) / s:9.3f}{loop:18.3f}{startup:17.2f}")
-        by = {name: s for name, s, _, _ in results}
+            print(f"{name:24}{s:9.2f}{len(rows) / s:9.3f}{loop:18.3f}{startup:17.2f}{others:16.2f}")
+        if max(r[4] for r in results) > 0.1:
+            print("\nnote: other processes used the CPU during the runs (last column): the figures are not those "
+                  "of a quiet machine")
+        by = {name: s for name, s, _, _, _ in results}
         one, two = by.get("dask, 1 worker"), by.get("dask, 2 workers")
         print()
         if one:
