@@ -9,8 +9,8 @@ caller already has (from Jupyter, say) and leaves it open.
 
 Every case is one task (:func:`mbsim.study.worker.run_case`) that writes its
 own file and returns its row; the rows come back as they finish
-(``as_completed``), and as many cases are kept on the cluster as it has
-worker threads (see :func:`_submit_all` for why).  A task whose worker died too often
+(``as_completed``), and two cases per worker thread are kept on the cluster
+(see :func:`_submit_all` for why).  A task whose worker died too often
 (:class:`~distributed.KilledWorker`: ``distributed.scheduler.allowed-failures``
 deaths, 3 by default) is a row with status ``lost``; any other error a row
 with status ``failed``; Ctrl-C (KeyboardInterrupt) cancels what has not
@@ -193,19 +193,22 @@ def run_study(study: Study, *, client=None, scheduler: Optional[str] = None, wor
 
 
 def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, progress, notify) -> None:
-    """Run the cases ``todo`` (rows into ``rows``), with as many in flight as the cluster has threads.
+    """Run the cases ``todo`` (rows into ``rows``): each worker thread runs one case and has one more
+    waiting, no more.
 
-    Keeping no more cases on the cluster than it has threads means a worker holds only the case it
-    runs: when a worker process dies, the scheduler counts that death against that case alone (it
-    counts every case assigned to the dying worker), so one case that kills its workers does not
-    get others declared lost with it.  The next case is submitted as each one finishes (a round trip
-    of a few milliseconds, against cases of seconds), and results are gathered as they complete, so that
-    a worker that dies later loses none: each case's row is fetched as soon as it is done, after the
-    next case has been submitted.
+    A worker holding few cases matters when a worker process dies: the scheduler counts that death
+    against every case assigned to the dying worker, running or waiting (``allowed-failures``), so a
+    case that kills its workers must not take many others with it; one waiting case per thread is
+    the least that keeps a worker from idling while the next case travels to it (the round trip of
+    a finished case's row, the next submission and its scenario: tens of milliseconds).  The next
+    case is submitted as soon as one finishes, before that one's row is fetched; rows are fetched as
+    the cases finish, so that a worker that dies later loses none.  A case declared lost nevertheless
+    (it shared a worker with the one that killed it) runs once more at the end, alone on the cluster,
+    and is ``lost`` only if its worker dies then too.
     """
     from collections import deque
 
-    from distributed import as_completed
+    from distributed import as_completed, wait
     from distributed.scheduler import KilledWorker
     client, cluster, owned = connect(client, scheduler, workers, len(todo))
     bar = None
@@ -219,7 +222,8 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
             notify(f"running {len(todo)} case{'' if len(todo) == 1 else 's'} on {where} "
                    f"({outcome.workers} worker{'' if outcome.workers == 1 else 's'}, {threads} thread"
                    f"{'' if threads == 1 else 's'}) → {folder}")
-        client.register_plugin(WarmUp(todo[0].data), name=f"mbsim-warm-up-{uuid.uuid4().hex[:8]}")
+        # one name: a client that runs many studies (Jupyter) keeps one warm-up, the latest study's
+        client.register_plugin(WarmUp(todo[0].data), name=WarmUp.name)
         token = uuid.uuid4().hex[:8]
         done = as_completed([])
 
@@ -230,7 +234,7 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
             in_flight[f.key] = (f, case.index)
             done.add(f)
 
-        for _ in range(min(max(1, threads), len(waiting))):
+        for _ in range(min(_slots(client), len(waiting))):
             submit_next()
         if progress:
             from tqdm import tqdm
@@ -238,20 +242,11 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
         counts = {"ok": 0, "failed": 0, "lost": 0}
         for f in done:
             _, index = in_flight.pop(f.key)
-            if waiting:  # the next case first, then this one's row: the worker does not wait for our round trip
-                threads = max(1, _threads(client))  # a cluster may grow or shrink
-                while waiting and len(in_flight) < threads:
+            if waiting:  # the next case first, then this one's row
+                slots = _slots(client)  # a cluster may grow or shrink
+                while waiting and len(in_flight) < slots:
                     submit_next()
-            if f.status == "finished":
-                row = f.result()
-            else:
-                exc = f.exception() if f.status == "error" else None
-                if isinstance(exc, KilledWorker) or f.status in ("lost", "cancelled"):
-                    row = _empty_row(index, study.metrics, "lost",
-                                     f"the worker running it died ({_killed(exc)}); the case may crash its process "
-                                     f"(out of memory?)")
-                else:
-                    row = _empty_row(index, study.metrics, "failed", f"{type(exc).__name__}: {exc}")
+            row = _row_of(f, index, study.metrics, KilledWorker)
             f.release()
             rows[index] = row
             outcome.ran.append(index)
@@ -260,6 +255,24 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
                 bar.set_postfix_str(f"ok {counts['ok']}, failed {counts['failed']}, lost {counts['lost']}, "
                                     f"running {len(in_flight)}", refresh=False)
                 bar.update(1)
+        # A case whose workers died may have been one that shared a worker with the case that killed
+        # them: each gets one more run alone on the cluster, where no other case's death counts.
+        by_index = {c.index: c for c in todo}
+        for index in [i for i in outcome.ran if rows[i]["status"] == "lost"]:
+            if bar is not None:
+                bar.set_postfix_str(f"ok {counts['ok']}, failed {counts['failed']}, lost {counts['lost']}; "
+                                    f"running case {index} again, alone", refresh=True)
+            case = by_index[index]
+            f = client.submit(run_case, case.index, case.data, os.path.join(folder, case.file_name), study.metrics,
+                              key=f"mbsim-case-{case.index:05d}-{token}-alone", pure=False)
+            in_flight[f.key] = (f, index)
+            wait(f)
+            in_flight.pop(f.key)
+            row = _row_of(f, index, study.metrics, KilledWorker, alone=True)
+            f.release()
+            counts["lost"] -= 1
+            counts[row["status"]] = counts.get(row["status"], 0) + 1
+            rows[index] = row
     except KeyboardInterrupt:
         outcome.interrupted = True
         try:
@@ -273,12 +286,26 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
             _close(client, cluster)
 
 
-def _threads(client) -> int:
-    """Worker threads of the cluster, from the client's own copy of the scheduler's state (no round trip)."""
+def _row_of(f, index: int, metrics, killed_worker, alone: bool = False) -> dict:
+    """The row of a finished future: the worker's own row, or ``lost`` (its workers died) or ``failed``."""
+    if f.status == "finished":
+        return f.result()
+    exc = f.exception() if f.status == "error" else None
+    if isinstance(exc, killed_worker) or f.status in ("lost", "cancelled"):
+        when = "each time it ran, also alone on the cluster" if alone else "while running it"
+        return _empty_row(index, metrics, "lost", f"its worker process died {when} ({_killed(exc)}); the case may "
+                                                  f"crash its process (out of memory?)")
+    return _empty_row(index, metrics, "failed", f"{type(exc).__name__}: {exc}")
+
+
+def _slots(client) -> int:
+    """Cases to keep on the cluster: two per worker thread (one running, one waiting), at least one;
+    from the client's own copy of the scheduler's state (no round trip)."""
     try:
-        return sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
-    except Exception:  # noqa: BLE001 - as many as at the start, then
-        return sum(client.nthreads().values())
+        threads = sum(w.get("nthreads", 1) for w in client.scheduler_info()["workers"].values())
+    except Exception:  # noqa: BLE001 - ask the scheduler, then
+        threads = sum(client.nthreads().values())
+    return max(1, 2 * threads)
 
 
 def _killed(exc) -> str:
