@@ -34,7 +34,6 @@ Usage::
 from __future__ import annotations
 
 import argparse
-import logging
 import os
 import platform
 import shutil
@@ -86,14 +85,8 @@ def plain_loop(study, folder: str) -> tuple:
 
 def on_dask(study, folder: str, workers: int) -> tuple:
     """The study on a LocalCluster of ``workers`` processes; ``(seconds, rows, start-up seconds)``."""
-    import dask
-    from distributed import Client, LocalCluster
     t0 = time.perf_counter()
-    environ = {**dask.config.get("distributed.nanny.pre-spawn-environ", {}), **engine.WORKER_ENVIRON}
-    with dask.config.set({**engine.WORKER_CONFIG, "distributed.nanny.pre-spawn-environ": environ}):
-        cluster = LocalCluster(n_workers=workers, threads_per_worker=1, processes=True, dashboard_address=":0",
-                               silence_logs=logging.ERROR)
-    client = Client(cluster)
+    client, cluster, _ = engine.connect(workers=workers)  # the LocalCluster mbsim sweep --workers N starts
     try:
         from mbsim.study.worker import WarmUp
         client.register_plugin(WarmUp(study.cases[0].data), name="mbsim-warm-up-benchmark")
