@@ -165,9 +165,15 @@ def _completed(folder: Path) -> int:
     return sum(result_status(str(p)) == "completed" for p in folder.glob("case_*.h5"))
 
 
+def _default_sigint():
+    # a shell running the tests in the background ignores SIGINT, and a child keeps an ignored signal
+    # ignored: give the command Ctrl-C's usual meaning, as at a terminal
+    signal.signal(signal.SIGINT, signal.SIG_DFL)
+
+
 def _cli(*args, env=None, **kw):
     return subprocess.Popen([sys.executable, "-m", "mbsim", *args], cwd=REPO, env=env, stdout=subprocess.PIPE,
-                            stderr=subprocess.PIPE, text=True, **kw)
+                            stderr=subprocess.PIPE, text=True, preexec_fn=_default_sigint, **kw)
 
 
 def test_ctrl_c_keeps_what_finished_and_resume_runs_only_the_rest(tmp_path):
