@@ -22,6 +22,7 @@ _LAZY = {
     "simulate": "api", "load": "api", "Result": "api", "SimulationError": "api", "OverrideError": "api",
     "UnknownNameError": "api", "ScenarioError": "scenario", "OutputFileError": "driver",
     "ResultFileError": "io.reader", "ResourceError": "resources", "JointError": "model.constraints",
+    "sweep": "study", "StudyError": "study",
 }
 
 __all__ = ["__version__", *_LAZY]
@@ -33,6 +34,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ does it
     from .model.constraints import JointError  # noqa: F401
     from .resources import ResourceError  # noqa: F401
     from .scenario import ScenarioError  # noqa: F401
+    from .study import StudyError, sweep  # noqa: F401
 
 
 def __getattr__(name: str):

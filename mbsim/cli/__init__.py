@@ -8,7 +8,8 @@ this package that adds its subparser in ``register(sub, common, fmt)``
   ``mbsim run SCENARIO`` (:func:`mbsim.driver.run`, then a closing summary),
   ``mbsim info RESULT.h5`` (:func:`mbsim.io.reader.read_summary`);
 - ``compare``: ``mbsim compare A.h5 B.h5`` (:func:`mbsim.compare.compare_trajectories`);
-- ``verify``: ``mbsim verify SCENARIO`` (:func:`mbsim.verify.verify`).
+- ``verify``: ``mbsim verify SCENARIO`` (:func:`mbsim.verify.verify`);
+- ``sweep``: ``mbsim sweep STUDY`` (:func:`mbsim.study.engine.run_study`).
 
 Nothing here computes physics or touches HDF5 directly.  Every message that
 reports a problem says what to do next.  Results go to stdout, problems to
@@ -27,11 +28,11 @@ from typing import Optional, Sequence
 import numpy as np
 
 from .. import __version__
-from . import compare, export, simulate, verify, visual
+from . import compare, export, simulate, sweep, verify, visual
 from ._util import EXIT_DIFFERENCES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER, _err
 
 # One module per command group; each adds its subcommands in register(sub, common, fmt).
-COMMANDS = (simulate, compare, verify, visual, export)
+COMMANDS = (simulate, compare, verify, visual, export, sweep)
 
 EPILOG = """\
 exit codes:
@@ -57,6 +58,7 @@ examples:
   mbsim plot out/pendulum.h5                    energy, motion, forces, solver dashboard (PNG)
   mbsim animate out/pendulum.h5 -o pendulum.gif a 3D animation of the mechanism
   mbsim export out/pendulum.h5 --csv out/csv    tidy CSV (or --vtk DIR for ParaView)
+  mbsim sweep study.yaml                        a parameter study on Dask, one run per case
 """
 
 # When the terminal cannot show these, say the same in ASCII rather than crash.

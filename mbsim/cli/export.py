@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import os
 
-from ._util import EXIT_INVALID, EXIT_OK, _count, _err, _out
-from .visual import _every_arg, load, need
+from ._util import EXIT_INVALID, EXIT_OK, _count, _err, _out, _positive_int
+from .visual import load, need
 
 EXPORT_EPILOG = """CSV (--csv DIR): bodies.csv (one row per frame x body), connectors.csv (one row
 per frame x connector), energy.csv (one row per frame), and for a result with
@@ -45,7 +45,7 @@ def register(sub, common, fmt) -> None:
     e.add_argument("--csv", metavar="DIR", help="write bodies.csv, connectors.csv, energy.csv (and joints.csv "
                                                 "with joints) into DIR")
     e.add_argument("--vtk", metavar="DIR", help="write one .vtu per frame and a .pvd collection into DIR")
-    e.add_argument("--every", type=_every_arg, default=1, metavar="N",
+    e.add_argument("--every", type=_positive_int, default=1, metavar="N",
                    help="keep every N-th stored frame: 0, N, 2N, ... (default 1: all)")
     e.add_argument("--quiet", action="store_true", help="print only errors")
     e.set_defaults(handler=_cmd_export)

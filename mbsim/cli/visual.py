@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out
+from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out, _positive_int
 
 WHATS = ("dashboard", "energy", "motion", "forces", "joints", "solver")
 
@@ -30,8 +30,14 @@ largest peaks) unless --bodies / --connectors / --joints name them. The format f
 exit codes: 0 written, 2 missing or unreadable result, bad options, unknown
 body, connector or joint name, matplotlib not installed, output not writable
 
+A study folder (written by mbsim sweep) gives one figure of each metric against
+each parameter: lines for a grid over one parameter, heat maps for a grid over
+two, scatter plots for samples; units on the axes (--what and the name
+selections do not apply).
+
 examples:
   mbsim plot out/pendulum.h5                          dashboard -> out/pendulum-dashboard.png
+  mbsim plot outputs/mass_spring_damper_study         a study -> outputs/mass_spring_damper_study/summary.png
   mbsim plot out/pendulum.h5 --what energy -o energy.png --size 1200x800
   mbsim plot out/chain.h5 --what motion --bodies link00 link49
   mbsim plot out/crank.h5 --what joints --joints crank-drive
@@ -68,10 +74,11 @@ def register(sub, common, fmt) -> None:
                                    "matplotlib "
                                    "(pip install 'mbsim[plot]').",
                        epilog=PLOT_EPILOG)
-    p.add_argument("result", metavar="RESULT", help="result file (.h5)")
+    p.add_argument("result", metavar="RESULT", help="result file (.h5), or the folder of a study (mbsim sweep)")
     p.add_argument("-o", "--output", metavar="FIG",
-                   help="figure file; default: RESULT without .h5 plus -WHAT.png, beside it")
-    p.add_argument("--what", choices=WHATS, default="dashboard", help="which figure (default: dashboard)")
+                   help="figure file; default: RESULT without .h5 plus -WHAT.png, beside it (a study folder: "
+                        "DIR/summary.png)")
+    p.add_argument("--what", choices=WHATS, help="which figure (default: dashboard)")
     p.add_argument("--bodies", nargs="+", metavar="NAME", help="bodies to show (dashboard, motion)")
     p.add_argument("--connectors", nargs="+", metavar="NAME", help="connectors to show (dashboard, forces)")
     p.add_argument("--joints", nargs="+", metavar="NAME", help="joints to show (dashboard, joints)")
@@ -93,7 +100,7 @@ def register(sub, common, fmt) -> None:
                    help="animation file, .gif or .mp4; default: RESULT with .gif instead of .h5, beside it")
     a.add_argument("--fps", type=_fps_arg, default=25.0, metavar="N",
                    help="frames per second of the animation (default 25)")
-    a.add_argument("--every", type=_every_arg, metavar="N",
+    a.add_argument("--every", type=_positive_int, metavar="N",
                    help="use every N-th stored frame, and always the last (default: the N that plays the motion "
                         "in real time)")
     a.add_argument("--elev", type=_angle_arg, default=20.0, metavar="DEG",
@@ -122,16 +129,6 @@ def _size_arg(text: str):
     if not all(50 <= s <= 10000 for s in size):
         raise argparse.ArgumentTypeError(f"width and height must be 50 ... 10000 pixels, got {text!r}")
     return size
-
-
-def _every_arg(text: str) -> int:
-    try:
-        n = int(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}") from None
-    if n < 1:
-        raise argparse.ArgumentTypeError(f"must be a whole number >= 1, got {text!r}")
-    return n
 
 
 def _fps_arg(text: str) -> float:
@@ -198,6 +195,30 @@ def beside(result: str, suffix: str) -> str:
     return (stem if ext.lower() in (".h5", ".hdf5") else result) + suffix
 
 
+def check_extension(out: str) -> bool:
+    """Whether matplotlib can write a figure with the extension of ``out`` (else say so)."""
+    from ..viz import plot
+    ext = os.path.splitext(out)[1].lower().lstrip(".")
+    formats = plot.supported_formats()
+    if ext not in formats:
+        _err(f"cannot write {out!r}: the extension must be one of {', '.join(formats)} (e.g. .png)")
+        return False
+    return True
+
+
+def save_figure(fig, out: str) -> bool:
+    """Write ``fig`` to ``out`` (its folder made); False after saying why it could not be."""
+    from ..viz import plot
+    if not make_parent(out):
+        return False
+    try:
+        plot.save(fig, out)
+    except OSError as exc:
+        _err(f"cannot write {out} ({exc.strerror or exc}); choose another -o path")
+        return False
+    return True
+
+
 def make_parent(path: str) -> bool:
     parent = os.path.dirname(os.path.abspath(path))
     try:
@@ -212,14 +233,14 @@ def make_parent(path: str) -> bool:
 # commands
 
 def _cmd_plot(args) -> int:
+    if os.path.isdir(args.result):
+        return _plot_study(args)
+    args.what = args.what or "dashboard"
     if not need("matplotlib"):
         return EXIT_INVALID
     from ..viz import plot
     out = args.output or beside(args.result, f"-{args.what}.png")
-    ext = os.path.splitext(out)[1].lower().lstrip(".")
-    formats = plot.supported_formats()
-    if ext not in formats:
-        _err(f"cannot write {out!r}: the extension must be one of {', '.join(formats)} (e.g. .png)")
+    if not check_extension(out):
         return EXIT_INVALID
     traj = load(args.result, args.quiet)
     if traj is None:
@@ -234,18 +255,53 @@ def _cmd_plot(args) -> int:
         _err(f"{exc}; give a larger --size" + (" or plot one part (--what energy, motion, forces, joints or solver)"
                                                if args.what == "dashboard" else ""))
         return EXIT_INVALID
-    if not make_parent(out):
-        return EXIT_INVALID
-    try:
-        plot.save(fig, out)
-    except OSError as exc:
-        _err(f"cannot write {out} ({exc.strerror or exc}); choose another -o path")
+    if not save_figure(fig, out):
         return EXIT_INVALID
     if not args.quiet:
         w, h = fig.get_size_inches() * fig.dpi
         _out(f"wrote {out} ({args.what}, {round(w)}x{round(h)} px)")
         if args.what == "joints" and not plot.joint_names(traj):
             _err(f"note: {args.result} has no joints (its scenario has no joints: section); the figure says so")
+    return EXIT_OK
+
+
+def _plot_study(args) -> int:
+    """``mbsim plot STUDY_DIR``: each metric of a study against each parameter (:mod:`mbsim.viz.study`)."""
+    given = [f"--{k}" for k in ("what", "bodies", "connectors", "joints") if getattr(args, k)]
+    if given:
+        _err(f"{' and '.join(given)} appl{'ies' if len(given) == 1 else 'y'} to a result file; {args.result} is a "
+             f"folder, whose figure is each metric of the study against each parameter")
+        return EXIT_INVALID
+    if not need("matplotlib", "xarray", "h5netcdf"):
+        return EXIT_INVALID
+    from ..study import table
+    from ..viz import plot, study
+    summary = os.path.join(args.result, table.H5_NAME)
+    if not os.path.isfile(summary):
+        _err(f"{args.result}: a folder without {table.H5_NAME}; give a result file (.h5), or the folder "
+             f"`mbsim sweep` wrote (it holds {table.H5_NAME} and {table.CSV_NAME})")
+        return EXIT_INVALID
+    out = args.output or os.path.join(args.result, "summary.png")
+    if not check_extension(out):
+        return EXIT_INVALID
+    try:
+        ds = table.read(summary)
+    except (OSError, ValueError) as exc:
+        _err(f"{summary}: cannot be read as the table of a study ({exc})")
+        return EXIT_INVALID
+    if "status" not in ds or "parameters" not in ds.attrs:
+        _err(f"{summary}: not the table of an mbsim study (no status or parameters)")
+        return EXIT_INVALID
+    try:
+        fig = study.plot_study(ds, size=args.size)
+    except plot.FigureTooSmall as exc:
+        _err(f"{exc}; give a larger --size")
+        return EXIT_INVALID
+    if not save_figure(fig, out):
+        return EXIT_INVALID
+    if not args.quiet:
+        w, h = fig.get_size_inches() * fig.dpi
+        _out(f"wrote {out} (study {ds.attrs.get('study', '')}, {round(w)}x{round(h)} px)")
     return EXIT_OK
 
 

@@ -52,7 +52,7 @@ from .spec import (
 )
 from .yamlnodes import TOP, Map, Reader, _clip, compose, describe, join, kind, line_of, nodes_of, norm, suggest
 
-__all__ = ["load_scenario", "parse_scenario", "scenario_from_dict"]
+__all__ = ["load_scenario", "parse_scenario", "scenario_from_dict", "read_text"]
 
 _TOP_KEYS = ("mbsim", "name", "description", "gravity", "time", "integrator", "output",
              "bodies", "connectors", "joints", "loads")
@@ -108,6 +108,20 @@ def load_scenario(path) -> Scenario:
         YAML, or anything that breaks SCENARIO.md.
     """
     source = os.fspath(path)
+    return parse_scenario(read_text(source), source)
+
+
+def read_text(path) -> str:
+    """The UTF-8 text of the YAML file at ``path`` (a scenario, or a parameter study), read with the
+    scenario's safeguards: a regular file (a FIFO or a device is refused before it is opened) of at
+    most MAX_SCENARIO_BYTES.
+
+    Raises
+    ------
+    ScenarioError
+        The file cannot be read, is not a regular file, is too large or is not UTF-8.
+    """
+    source = os.fspath(path)
     try:
         # what open() would block on (a FIFO) or read without end (/dev/zero) is refused before it is opened
         st = os.stat(source)
@@ -123,7 +137,7 @@ def load_scenario(path) -> Scenario:
         raise ScenarioError([Problem("<file>", None, f"cannot read: {e.strerror or e}")], source) from None
     if len(raw) > MAX_SCENARIO_BYTES:
         raise ScenarioError([Problem("<file>", None, _too_large(len(raw)))], source)
-    return parse_scenario(_decode(raw, source), source)
+    return _decode(raw, source)
 
 
 # Larger scenario files are refused: validating keeps the YAML node graph, about 90 bytes per byte of

@@ -200,6 +200,28 @@ def suggest(word: str, options: Iterable[str]) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
+def values_of(node: Node):
+    """Plain Python values of a node graph, typed by :func:`kind` (not by PyYAML's YAML 1.1 rules):
+    mappings → dict, lists → list, numbers → int (written as an integer) or float, ``true``/``false``
+    → bool, null → None, any other scalar → its text.  For a graph that has passed validation (the
+    base scenario of a parameter study, :mod:`mbsim.study`), so that the same values written out again
+    by :func:`mbsim.scenario.loader.to_yaml` validate to the same scenario."""
+    k = kind(node)
+    if k in ("mapping", "tagged") and isinstance(node, MappingNode):
+        return {key.value: values_of(value) for key, value in node.value}
+    if k in ("list", "tagged") and isinstance(node, SequenceNode):
+        return [values_of(item) for item in node.value]
+    if k == "number":
+        return int(node.value) if _INTEGER.match(node.value) else float(node.value)
+    if k == "nonfinite":
+        return float(node.value.lower().replace(".", "").replace("infinity", "inf"))
+    if k == "boolean" and node.value.lower() in ("true", "false"):
+        return node.value.lower() == "true"
+    if k == "null":
+        return None
+    return node.value
+
+
 def join(path: str, key: str) -> str:
     """Key path of ``key`` inside the mapping at ``path``."""
     return f"{path}.{key}" if path else key

@@ -15,6 +15,8 @@ OPTIONAL = {
     "matplotlib": ("plot", "plots and animations"),
     "PIL": ("plot", "GIF animations"),
     "meshio": ("vtk", "VTK export"),
+    "xarray": ("sweep", "the tables of parameter studies"),
+    "h5netcdf": ("sweep", "the tables of parameter studies"),
 }
 
 

@@ -34,9 +34,23 @@ ANGLE_TOL = 1e-4
 HEADER_PARTS = ("What it models", "What it shows", "What to look at", "Run time")
 
 
+def is_study(path: Path) -> bool:
+    """Whether a ``scenarios/*.yaml`` is a parameter study (docs/sweep.md: a mapping with a
+    ``scenario:`` key and no ``mbsim:`` format line) rather than a scenario."""
+    with open(path) as fh:
+        doc = yaml.safe_load(fh)
+    return isinstance(doc, dict) and "scenario" in doc and "mbsim" not in doc
+
+
 def example_paths() -> list[Path]:
-    """Every ``scenarios/*.yaml``, sorted (new examples are picked up automatically)."""
-    return sorted(SCENARIO_DIR.glob("*.yaml"))
+    """Every scenario ``scenarios/*.yaml``, sorted (new examples are picked up automatically);
+    the study files among them are :func:`study_paths`."""
+    return [p for p in sorted(SCENARIO_DIR.glob("*.yaml")) if not is_study(p)]
+
+
+def study_paths() -> list[Path]:
+    """Every example parameter study ``scenarios/*.yaml`` (run by tests/integration/test_sweep.py)."""
+    return [p for p in sorted(SCENARIO_DIR.glob("*.yaml")) if is_study(p)]
 
 
 def span_for(scenario) -> float:

@@ -45,3 +45,12 @@ def test_startup_benchmark_prints_its_figures():
     for name in ("import numpy, numba, h5py", "mbsim info RESULT", "mbsim validate pendulum.yaml",
                  "mbsim run, 1 body, 1000 steps", "run / import"):
         assert re.search(rf"^{re.escape(name)}\s+\d+\.\d+", r.stdout, re.M), r.stdout
+
+
+def test_sweep_benchmark_prints_its_table():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "sweep.py"), "--cases", "2", "--n", "2", "--steps", "10",
+                        "--workers", "1"], capture_output=True, text=True, timeout=180, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    for name in ("plain loop, 1 process", "dask, 1 worker"):
+        assert re.search(rf"^{re.escape(name)}\s+\d+\.\d+\s+\d+\.\d+", r.stdout, re.M), r.stdout
+    assert "Dask overhead per case" in r.stdout

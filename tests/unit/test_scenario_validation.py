@@ -15,6 +15,7 @@ from mbsim.scenario import (
     Constant, JointSpec, Problem, Ramp, ScenarioError, Sine, SmoothRamp, Table, load_scenario, parse_scenario,
     scenario_from_dict,
 )
+from tests.integration._examples_util import example_paths
 
 # Lines 1-4 of most documents below: the smallest valid scenario.
 BASE = (
@@ -1273,7 +1274,7 @@ def _problems_with(text, fast, monkeypatch):
 
 
 @pytest.mark.parametrize("text", [
-    *(p.read_text() for p in sorted(pathlib.Path(__file__).resolve().parents[2].glob("scenarios/*.yaml"))),
+    *(p.read_text() for p in example_paths()),
     doc(*BASE, "---", "mbsim: 1"),
     doc(*BASE, "gravty: [0, 0, yes]"),
     joints(*ALL_JOINTS),
@@ -1326,7 +1327,7 @@ EXAMPLES = pathlib.Path(__file__).resolve().parents[2] / "scenarios"
 
 def _dict_variants():
     base = yaml.safe_load((EXAMPLES / "pendulum.yaml").read_text())
-    out = [yaml.safe_load(p.read_text()) for p in sorted(EXAMPLES.glob("*.yaml"))]
+    out = [yaml.safe_load(p.read_text()) for p in example_paths()]
     bad = [
         {"bodies": "x"}, {"connectors": [{"type": "sping"}]}, {"time": {"end": "1", "step": None}},
         {"gravity": [0, 0, float("nan")]}, {"gravity": [0, 0, float("inf")]}, {1: 2}, {"mbsim": True},
