@@ -425,7 +425,8 @@ def test_python_dash_m(tmp_path, check_output):
 
 @pytest.mark.parametrize("sig", [signal.SIGINT, signal.SIGTERM])
 def test_signal_marks_the_file_interrupted(tmp_path, sig):
-    p = write(tmp_path, HANGING.replace("end: 0.05", "end: 1000.0"))
+    # 2e8 steps: minutes even for a warm, fast machine (1000 s was done in under 2.5 s on CI's)
+    p = write(tmp_path, HANGING.replace("end: 0.05", "end: 1.0e6").replace("interval: 0.01", "interval: 10.0"))
     out = tmp_path / "long.h5"
     env = dict(os.environ, PYTHONPATH=str(ROOT) + os.pathsep + os.environ.get("PYTHONPATH", ""))
     proc = subprocess.Popen([sys.executable, "-m", "mbsim", "run", str(p), "-o", str(out)],

@@ -36,7 +36,9 @@ connectors:
 """
 
 
-def chain_text(n=4, end=200.0):
+# (2000 s of 1 ms steps: about 40 s of running, so a kill after up to 2.5 s always meets a running time loop,
+# on any machine; 200 s took 4 s in all, close to the tests' waits)
+def chain_text(n=4, end=2000.0):
     bodies = "\n".join(f"  - {{name: b{i}, mass: 1.0, inertia: [0.01, 0.02, 0.03], position: [{i + 1}, 0, 0],"
                        f" angular_velocity: [0, {0.5 * i}, 1]}}" for i in range(n))
     conns = []
