@@ -109,37 +109,35 @@ def _material(p, e, c, R, b):
 
 
 @njit(cache=True)
-def _vectors(p, e, code_, R, a, b):
-    """The two vectors of a PERP/OFFSET/ANGLE row: (a_i of A, b_j of B) in the world frame."""
-    i = (code_ // 4) % 4
-    j = code_ % 4
-    return _material(p, e, _NA + 3 * i, R, a), _material(p, e, _NB + 3 * j, R, b)
+def _state(p, e, R, r, a, b):
+    """Everything the rows of instance e need of one state, as tuples: z_A, z_B, d = x_B − x_A and the
+    joint's triads ``(n, u, w)`` of A and of B in the world frame.
 
-
-@njit(cache=True)
-def _geometry(p, e, R, r, a, b):
-    """z_A, z_B and d = x_B − x_A at one state."""
+    The helpers below take these values, never the state arrays: a compiled function that takes an
+    array pays two atomic reference-count updates per array per call unless numba can prove them
+    unneeded, which it cannot once the function branches and calls others (measured: a revolute's
+    five rows cost 176 ns per joint through such a helper, 24 ns through this one)."""
     zA = _material(p, e, _ZA, R, a)
     zB = _material(p, e, _ZB, R, b)
     d = (r[b, 0] + zB[0] - r[a, 0] - zA[0], r[b, 1] + zB[1] - r[a, 1] - zA[1], r[b, 2] + zB[2] - r[a, 2] - zA[2])
-    return zA, zB, d
+    TA = (_material(p, e, _NA, R, a), _material(p, e, _UA, R, a), _material(p, e, _WA, R, a))
+    TB = (_material(p, e, _NB, R, b), _material(p, e, _UB, R, b), _material(p, e, _WB, R, b))
+    return zA, zB, d, TA, TB
 
 
 @njit(cache=True)
-def _angle(p, e, R, a, b):
+def _angle(TA, TB):
     """The vectors and trigonometry of an ANGLE row: u_A, w_A, u_B, s = w_A·u_B, c = u_A·u_B, ρ² and
     ∂s/∂θ_A = w_A × u_B, ∂c/∂θ_A = u_A × u_B (their θ_B parts: the opposite)."""
-    uA = _material(p, e, _UA, R, a)
-    wA = _material(p, e, _WA, R, a)
-    uB = _material(p, e, _UB, R, b)
+    uA, wA, uB = TA[1], TA[2], TB[1]
     s, co = dot(wA, uB), dot(uA, uB)
     return uA, wA, uB, s, co, s * s + co * co, cross(wA, uB), cross(uA, uB)
 
 
 @njit(cache=True)
-def _row(c, p, e, R, a, b, zA, zB, d):
+def _row(c, zA, zB, d, TA, TB, L):
     """Φ (for ANGLE the raw atan2) and G = [g_rA, g_θA, g_rB, g_θB] of the row of code c at one state
-    (``zA, zB, d``: its :func:`_geometry`)."""
+    (``zA, zB, d, TA, TB``: its :func:`_state`; L a distance's length)."""
     prim = c // 16
     zero = (0.0, 0.0, 0.0)
     if prim == POINT:
@@ -148,131 +146,139 @@ def _row(c, p, e, R, a, b, zA, zB, d):
         # G = e_iᵀ [−I, ẑ_A, I, −ẑ_B], and e_iᵀ ẑ x = e_i·(z × x) = (e_i × z)·x
         return d[i], _scale(-1.0, ei), cross(ei, zA), ei, cross(zB, ei)
     if prim == PERP:
-        u, v = _vectors(p, e, c, R, a, b)
+        u, v = TA[(c // 4) % 4], TB[c % 4]
         g = cross(u, v)
         return dot(u, v), zero, g, zero, _scale(-1.0, g)
     if prim == OFFSET:
-        u = _material(p, e, _NA + 3 * ((c // 4) % 4), R, a)
+        u = TA[(c // 4) % 4]
         pB = _add(d, zA)  # x_B − r_A
         return dot(u, d), _scale(-1.0, u), cross(u, pB), u, _scale(-1.0, cross(u, zB))
     if prim == DISTANCE:
-        L = np.sqrt(dot(d, d))
-        ev = _scale(1.0 / L, d)
-        return L - p[e, _L], _scale(-1.0, ev), cross(ev, zA), ev, _scale(-1.0, cross(ev, zB))
+        Ld = np.sqrt(dot(d, d))
+        ev = _scale(1.0 / Ld, d)
+        return Ld - L, _scale(-1.0, ev), cross(ev, zA), ev, _scale(-1.0, cross(ev, zB))
     # ANGLE about n: s = w_A·u_B, c = u_A·u_B
-    _, _, _, s, co, rho2, gs, gc = _angle(p, e, R, a, b)
+    _, _, _, s, co, rho2, gs, gc = _angle(TA, TB)
     g = ((co * gs[0] - s * gc[0]) / rho2, (co * gs[1] - s * gc[1]) / rho2, (co * gs[2] - s * gc[2]) / rho2)
     return np.arctan2(s, co), zero, g, zero, _scale(-1.0, g)
 
 
+# The geometric stiffness K[ke] += f ∂(G(q)ᵀ)/∂q of a row per unit multiplier, times f, one function per
+# primitive (the law picks): straight-line code on the one array it writes (see _state).
 @njit(cache=True)
-def _stiffness(c, p, e, R, a, b, zA, zB, d, f, K, ke):
-    """K[ke] += f ∂(G(q)ᵀ)/∂q, the geometric stiffness of the row of code c per unit multiplier,
-    times f (``zA, zB, d``: the :func:`_geometry` of the state)."""
-    prim = c // 16
-    if prim == POINT:
-        i = (c // 4) % 4
-        ei = (1.0 if i == 0 else 0.0, 1.0 if i == 1 else 0.0, 1.0 if i == 2 else 0.0)
-        # Gᵀλ = [−λ; λ×z_A; λ; −λ×z_B]: ∂(λ×z_A)/∂θ_A = −λ̂ ẑ_A, ∂(−λ×z_B)/∂θ_B = λ̂ ẑ_B
-        _outer(K, ke, 3, 3, -f, zA, ei, dot(ei, zA))
-        _outer(K, ke, 9, 9, f, zB, ei, dot(ei, zB))
-    elif prim == PERP:
-        u, v = _vectors(p, e, c, R, a, b)
-        s = dot(u, v)
-        # ∂(a×b)/∂θ_A = b̂ â = a bᵀ − (a·b) I, ∂(a×b)/∂θ_B = −â b̂ = −(b aᵀ − (a·b) I)
-        _outer(K, ke, 3, 3, f, u, v, s)
-        _outer(K, ke, 3, 9, -f, v, u, s)
-        _outer(K, ke, 9, 3, -f, u, v, s)
-        _outer(K, ke, 9, 9, f, v, u, s)
-    elif prim == OFFSET:
-        u = _material(p, e, _NA + 3 * ((c // 4) % 4), R, a)
-        pB = _add(d, zA)
-        uzB = dot(u, zB)
-        _skew(K, ke, 0, 3, f, u)  # rA: −δa = â δθ_A
-        _skew(K, ke, 3, 0, -f, u)  # θA: δ(a × p), p = x_B − r_A
-        _outer(K, ke, 3, 3, f, u, pB, dot(u, pB))
-        _skew(K, ke, 3, 6, f, u)
-        _outer(K, ke, 3, 9, -f, zB, u, uzB)
-        _skew(K, ke, 6, 3, -f, u)  # rB: δa
-        _outer(K, ke, 9, 3, -f, u, zB, uzB)  # θB: −δ(a × z_B)
-        _outer(K, ke, 9, 9, f, zB, u, uzB)
-    elif prim == DISTANCE:
-        L = np.sqrt(dot(d, d))
-        ev = _scale(1.0 / L, d)
-        # ∂e/∂u = P D / L, D = [−I, ẑ_A, I, −ẑ_B], P = I − e eᵀ; Gᵀλ = [−e; e×z_A; e; −e×z_B], so column q
-        # of the block is f [−δe; δe × z_A; δe; −δe × z_B] with δe = P D_q / L
-        for q in range(12):
-            m = q % 3
-            em = (1.0 if m == 0 else 0.0, 1.0 if m == 1 else 0.0, 1.0 if m == 2 else 0.0)
-            side = q // 3
-            if side == 0:
-                col = _scale(-1.0, em)
-            elif side == 1:
-                col = cross(zA, em)  # ẑ_A e_m
-            elif side == 2:
-                col = em
-            else:
-                col = _scale(-1.0, cross(zB, em))
-            ed = dot(ev, col)
-            de = ((col[0] - ev[0] * ed) / L, (col[1] - ev[1] * ed) / L, (col[2] - ev[2] * ed) / L)
-            ta = cross(de, zA)  # δe × z_A = −ẑ_A δe
-            tb = cross(de, zB)
-            for r in range(3):
-                K[ke, r, q] -= f * de[r]
-                K[ke, 3 + r, q] += f * ta[r]
-                K[ke, 6 + r, q] += f * de[r]
-                K[ke, 9 + r, q] -= f * tb[r]
-        # e × δz_A = ê(−ẑ_A δθ_A) = −(z_A eᵀ − (e·z_A) I) δθ_A; −e × δz_B = +(z_B eᵀ − (e·z_B) I) δθ_B
-        _outer(K, ke, 3, 3, -f, zA, ev, dot(ev, zA))
-        _outer(K, ke, 9, 9, f, zB, ev, dot(ev, zB))
-    else:  # ANGLE: g = (c g_s − s g_c)/ρ², Gᵀλ = [0; g; 0; −g]
-        uA, wA, uB, s, co, rho2, gs, gc = _angle(p, e, R, a, b)
-        g = ((co * gs[0] - s * gc[0]) / rho2, (co * gs[1] - s * gc[1]) / rho2, (co * gs[2] - s * gc[2]) / rho2)
-        h = (2.0 * (s * gs[0] + co * gc[0]) / rho2, 2.0 * (s * gs[1] + co * gc[1]) / rho2,
-             2.0 * (s * gs[2] + co * gc[2]) / rho2)  # ∂(ρ²)/∂θ_A / ρ² (its θ_B part: −h)
-        fr = f / rho2
-        # ∂g/∂θ_A = [g_s g_cᵀ − g_c g_sᵀ + c û_B ŵ_A − s û_B û_A]/ρ² − g hᵀ
-        # ∂g/∂θ_B = −[g_s g_cᵀ − g_c g_sᵀ + c ŵ_A û_B − s û_A û_B]/ρ² + g hᵀ
-        for side, sign in ((3, 1.0), (9, -1.0)):
-            _outer(K, ke, side, 3, sign * fr, gs, gc, 0.0)
-            _outer(K, ke, side, 3, -sign * fr, gc, gs, 0.0)
-            _outer(K, ke, side, 3, sign * fr * co, wA, uB, dot(uB, wA))
-            _outer(K, ke, side, 3, -sign * fr * s, uA, uB, dot(uA, uB))
-            _outer(K, ke, side, 3, -sign * f, g, h, 0.0)
-            _outer(K, ke, side, 9, -sign * fr, gs, gc, 0.0)
-            _outer(K, ke, side, 9, sign * fr, gc, gs, 0.0)
-            _outer(K, ke, side, 9, -sign * fr * co, uB, wA, dot(wA, uB))
-            _outer(K, ke, side, 9, sign * fr * s, uB, uA, dot(uA, uB))
-            _outer(K, ke, side, 9, sign * f, g, h, 0.0)
+def _stiffness_point(K, ke, f, i, zA, zB):
+    ei = (1.0 if i == 0 else 0.0, 1.0 if i == 1 else 0.0, 1.0 if i == 2 else 0.0)
+    # Gᵀλ = [−λ; λ×z_A; λ; −λ×z_B]: ∂(λ×z_A)/∂θ_A = −λ̂ ẑ_A, ∂(−λ×z_B)/∂θ_B = λ̂ ẑ_B
+    _outer(K, ke, 3, 3, -f, zA, ei, dot(ei, zA))
+    _outer(K, ke, 9, 9, f, zB, ei, dot(ei, zB))
 
 
 @njit(cache=True)
-def _quadratic(c, p, e, R, r, v, w, a, b, zA, zB, d):
+def _stiffness_perp(K, ke, f, u, v):
+    s = dot(u, v)
+    # ∂(a×b)/∂θ_A = b̂ â = a bᵀ − (a·b) I, ∂(a×b)/∂θ_B = −â b̂ = −(b aᵀ − (a·b) I)
+    _outer(K, ke, 3, 3, f, u, v, s)
+    _outer(K, ke, 3, 9, -f, v, u, s)
+    _outer(K, ke, 9, 3, -f, u, v, s)
+    _outer(K, ke, 9, 9, f, v, u, s)
+
+
+@njit(cache=True)
+def _stiffness_offset(K, ke, f, u, zA, zB, d):
+    pB = _add(d, zA)
+    uzB = dot(u, zB)
+    _skew(K, ke, 0, 3, f, u)  # rA: −δa = â δθ_A
+    _skew(K, ke, 3, 0, -f, u)  # θA: δ(a × p), p = x_B − r_A
+    _outer(K, ke, 3, 3, f, u, pB, dot(u, pB))
+    _skew(K, ke, 3, 6, f, u)
+    _outer(K, ke, 3, 9, -f, zB, u, uzB)
+    _skew(K, ke, 6, 3, -f, u)  # rB: δa
+    _outer(K, ke, 9, 3, -f, u, zB, uzB)  # θB: −δ(a × z_B)
+    _outer(K, ke, 9, 9, f, zB, u, uzB)
+
+
+@njit(cache=True)
+def _stiffness_distance(K, ke, f, zA, zB, d):
+    L = np.sqrt(dot(d, d))
+    ev = _scale(1.0 / L, d)
+    # ∂e/∂u = P D / L, D = [−I, ẑ_A, I, −ẑ_B], P = I − e eᵀ; Gᵀλ = [−e; e×z_A; e; −e×z_B], so column q
+    # of the block is f [−δe; δe × z_A; δe; −δe × z_B] with δe = P D_q / L
+    for q in range(12):
+        m = q % 3
+        em = (1.0 if m == 0 else 0.0, 1.0 if m == 1 else 0.0, 1.0 if m == 2 else 0.0)
+        side = q // 3
+        if side == 0:
+            col = _scale(-1.0, em)
+        elif side == 1:
+            col = cross(zA, em)  # ẑ_A e_m
+        elif side == 2:
+            col = em
+        else:
+            col = _scale(-1.0, cross(zB, em))
+        ed = dot(ev, col)
+        de = ((col[0] - ev[0] * ed) / L, (col[1] - ev[1] * ed) / L, (col[2] - ev[2] * ed) / L)
+        ta = cross(de, zA)  # δe × z_A = −ẑ_A δe
+        tb = cross(de, zB)
+        for r in range(3):
+            K[ke, r, q] -= f * de[r]
+            K[ke, 3 + r, q] += f * ta[r]
+            K[ke, 6 + r, q] += f * de[r]
+            K[ke, 9 + r, q] -= f * tb[r]
+    # e × δz_A = ê(−ẑ_A δθ_A) = −(z_A eᵀ − (e·z_A) I) δθ_A; −e × δz_B = +(z_B eᵀ − (e·z_B) I) δθ_B
+    _outer(K, ke, 3, 3, -f, zA, ev, dot(ev, zA))
+    _outer(K, ke, 9, 9, f, zB, ev, dot(ev, zB))
+
+
+@njit(cache=True)
+def _stiffness_angle(K, ke, f, TA, TB):
+    # g = (c g_s − s g_c)/ρ², Gᵀλ = [0; g; 0; −g]
+    uA, wA, uB, s, co, rho2, gs, gc = _angle(TA, TB)
+    g = ((co * gs[0] - s * gc[0]) / rho2, (co * gs[1] - s * gc[1]) / rho2, (co * gs[2] - s * gc[2]) / rho2)
+    h = (2.0 * (s * gs[0] + co * gc[0]) / rho2, 2.0 * (s * gs[1] + co * gc[1]) / rho2,
+         2.0 * (s * gs[2] + co * gc[2]) / rho2)  # ∂(ρ²)/∂θ_A / ρ² (its θ_B part: −h)
+    fr = f / rho2
+    # ∂g/∂θ_A = [g_s g_cᵀ − g_c g_sᵀ + c û_B ŵ_A − s û_B û_A]/ρ² − g hᵀ
+    # ∂g/∂θ_B = −[g_s g_cᵀ − g_c g_sᵀ + c ŵ_A û_B − s û_A û_B]/ρ² + g hᵀ
+    for side, sign in ((3, 1.0), (9, -1.0)):
+        _outer(K, ke, side, 3, sign * fr, gs, gc, 0.0)
+        _outer(K, ke, side, 3, -sign * fr, gc, gs, 0.0)
+        _outer(K, ke, side, 3, sign * fr * co, wA, uB, dot(uB, wA))
+        _outer(K, ke, side, 3, -sign * fr * s, uA, uB, dot(uA, uB))
+        _outer(K, ke, side, 3, -sign * f, g, h, 0.0)
+        _outer(K, ke, side, 9, -sign * fr, gs, gc, 0.0)
+        _outer(K, ke, side, 9, sign * fr, gc, gs, 0.0)
+        _outer(K, ke, side, 9, -sign * fr * co, uB, wA, dot(wA, uB))
+        _outer(K, ke, side, 9, sign * fr * s, uB, uA, dot(uA, uB))
+        _outer(K, ke, side, 9, sign * f, g, h, 0.0)
+
+
+@njit(cache=True)
+def _quadratic(c, zA, zB, d, TA, TB, va, vb, wa, wb):
     """γ: the part of Φ̈ quadratic in the velocities (Φ̈ = G [a_A, α_A, a_B, α_B] + γ) at one state
-    (``zA, zB, d``: its :func:`_geometry`)."""
+    (``zA, zB, d, TA, TB``: its :func:`_state`; ``va``, ``wa`` (``vb``, ``wb``): A's (B's) velocity and
+    angular velocity)."""
     prim = c // 16
-    wa, wb = row(w, a, 0), row(w, b, 0)
     cA = cross(wa, cross(wa, zA))  # centripetal parts of the points' accelerations
     cB = cross(wb, cross(wb, zB))
     dd = _sub(cB, cA)  # d̈ − (terms linear in the accelerations)
     if prim == POINT:
         return dd[(c // 4) % 4]
-    if prim == PERP or prim == ANGLE:
-        if prim == PERP:
-            u, t = _vectors(p, e, c, R, a, b)
-            return dot(cross(wa, cross(wa, u)), t) + 2.0 * dot(cross(wa, u), cross(wb, t)) + dot(u, cross(wb, cross(wb, t)))
-        uA, wA, uB, s, co, rho2, _, _ = _angle(p, e, R, a, b)
+    if prim == PERP:
+        u, t = TA[(c // 4) % 4], TB[c % 4]
+        return dot(cross(wa, cross(wa, u)), t) + 2.0 * dot(cross(wa, u), cross(wb, t)) + dot(u, cross(wb, cross(wb, t)))
+    if prim == ANGLE:
+        uA, wA, uB, s, co, rho2, _, _ = _angle(TA, TB)
         gs_ = dot(cross(wa, cross(wa, wA)), uB) + 2.0 * dot(cross(wa, wA), cross(wb, uB)) + dot(wA, cross(wb, cross(wb, uB)))
         gc_ = dot(cross(wa, cross(wa, uA)), uB) + 2.0 * dot(cross(wa, uA), cross(wb, uB)) + dot(uA, cross(wb, cross(wb, uB)))
         ds = dot(cross(wa, wA), uB) + dot(wA, cross(wb, uB))  # ṡ, ċ
         dc = dot(cross(wa, uA), uB) + dot(uA, cross(wb, uB))
         phidot = (co * ds - s * dc) / rho2
         return (co * gs_ - s * gc_) / rho2 - 2.0 * phidot * (s * ds + co * dc) / rho2
-    vA = _add(row(v, a, 0), cross(wa, zA))  # point velocities
-    vB = _add(row(v, b, 0), cross(wb, zB))
+    vA = _add(va, cross(wa, zA))  # point velocities
+    vB = _add(vb, cross(wb, zB))
     dv = _sub(vB, vA)
     if prim == OFFSET:
-        u = _material(p, e, _NA + 3 * ((c // 4) % 4), R, a)
+        u = TA[(c // 4) % 4]
         wu = cross(wa, u)
         return dot(cross(wa, wu), d) + 2.0 * dot(wu, dv) + dot(u, dd)
     L = np.sqrt(dot(d, d))  # DISTANCE
@@ -301,14 +307,17 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
     for e in range(lo, hi):
         a, b = body[e, 0], body[e, 1]
         m = int(p[e, _ROWS])
+        L = p[e, _L]
         if mode == PREPARE:  # G(q_n) of every row, for the step: cache[e, 12 i : 12 i + 12] = [g_rA, g_θA, g_rB, g_θB]
-            zAn, zBn, dn = _geometry(p, e, Rn, rn, a, b)
+            zAn, zBn, dn, TAn, TBn = _state(p, e, Rn, rn, a, b)
             for i in range(m):
-                _, gnrA, gntA, gnrB, gntB = _row(int(p[e, _CODE + i]), p, e, Rn, a, b, zAn, zBn, dn)
-                Gn = (gnrA, gntA, gnrB, gntB)
-                for s_ in range(4):
-                    for q in range(3):
-                        cache[e, 12 * i + 3 * s_ + q] = Gn[s_][q]
+                _, gnrA, gntA, gnrB, gntB = _row(int(p[e, _CODE + i]), zAn, zBn, dn, TAn, TBn, L)
+                o = 12 * i
+                for q in range(3):
+                    cache[e, o + q] = gnrA[q]
+                    cache[e, o + 3 + q] = gntA[q]
+                    cache[e, o + 6 + q] = gnrB[q]
+                    cache[e, o + 9 + q] = gntB[q]
             continue
         ke = 0 if direct else e
         if mode != NONE:  # the block of the bodies and this instance's own unknowns (the rest: unused)
@@ -317,15 +326,16 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
                     K[ke, r_, q] = 0.0
         for i in range(w):
             res[e, i] = 0.0
-        zA1, zB1, d1 = _geometry(p, e, R1, r1, a, b)
+        zA1, zB1, d1, TA1, TB1 = _state(p, e, R1, r1, a, b)
         if mode == _ACCELERATION or mode == _VELOCITY:  # the constrained systems at one state
+            va, vb, wa, wb = row(v1, a, 0), row(v1, b, 0), row(w1, a, 0), row(w1, b, 0)
             for i in range(m):
                 c = int(p[e, _CODE + i])
                 j = first[e] + i
-                _, g1rA, g1tA, g1rB, g1tB = _row(c, p, e, R1, a, b, zA1, zB1, d1)
+                _, g1rA, g1tA, g1rB, g1tB = _row(c, zA1, zB1, d1, TA1, TB1, L)
                 rhs = target[j]
                 if mode == _ACCELERATION:
-                    rhs -= _quadratic(c, p, e, R1, r1, v1, w1, a, b, zA1, zB1, d1)
+                    rhs -= _quadratic(c, zA1, zB1, d1, TA1, TB1, va, vb, wa, wb)
                 res[e, 12 + i] = scale[j] * rhs
                 G1 = (g1rA, g1tA, g1rB, g1tB)
                 _columns(K, ke, i, scale[j], G1, G1)
@@ -340,7 +350,7 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
             prim = c // 16
             j = first[e] + i
             lm, k, tg = lam[j], scale[j], target[j]
-            phi, g1rA, g1tA, g1rB, g1tB = _row(c, p, e, R1, a, b, zA1, zB1, d1)
+            phi, g1rA, g1tA, g1rB, g1tB = _row(c, zA1, zB1, d1, TA1, TB1, L)
             phi = phi - tg
             if prim == ANGLE:
                 phi = phi - 2.0 * np.pi * np.floor((phi + np.pi) / (2.0 * np.pi))  # to [−π, π)
@@ -365,16 +375,26 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
             if mode > NONE:
                 _columns(K, ke, i, k, G, (g1rA, g1tA, g1rB, g1tB))
                 if lm != 0.0:
-                    _stiffness(c, p, e, R1, a, b, zA1, zB1, d1, af * lm, K, ke)
+                    f = af * lm
+                    if prim == POINT:
+                        _stiffness_point(K, ke, f, (c // 4) % 4, zA1, zB1)
+                    elif prim == PERP:
+                        _stiffness_perp(K, ke, f, TA1[(c // 4) % 4], TB1[c % 4])
+                    elif prim == OFFSET:
+                        _stiffness_offset(K, ke, f, TA1[(c // 4) % 4], zA1, zB1, d1)
+                    elif prim == DISTANCE:
+                        _stiffness_distance(K, ke, f, zA1, zB1, d1)
+                    else:
+                        _stiffness_angle(K, ke, f, TA1, TB1)
         mz = _sub(mA, cross(zA1, fA))  # about the joint's point
         for q in range(3):
             out[e, FORCE + q] = fA[q]
             out[e, MOMENT + q] = mz[q]
         out[e, LENGTH] = np.nan
-        out[e, POTENTIAL] = 0.0
-        out[e, POWER] = 0.0
         out[e, POSITION_ERROR] = np.sqrt(et)
         out[e, ANGLE_ERROR] = np.sqrt(er)
+        out[e, POTENTIAL] = 0.0
+        out[e, POWER] = 0.0
         if mode != NONE and direct:
             add_block(K, ke, pos, e, data)
     return -1
