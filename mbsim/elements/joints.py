@@ -134,32 +134,42 @@ def _angle(TA, TB):
     return uA, wA, uB, s, co, s * s + co * co, cross(wA, uB), cross(uA, uB)
 
 
+# Φ (for ANGLE the raw atan2) and G = [g_rA, g_θA, g_rB, g_θB] of a row at one state, one function per
+# primitive, each small enough for the compiler to inline where the law picks it: one function of all five
+# is too big for that, and a call costs more than a revolute's rows (76 ns per joint against 32)
 @njit(cache=True)
-def _row(c, zA, zB, d, TA, TB, L):
-    """Φ (for ANGLE the raw atan2) and G = [g_rA, g_θA, g_rB, g_θB] of the row of code c at one state
-    (``zA, zB, d, TA, TB``: its :func:`_state`; L a distance's length)."""
-    prim = c // 16
+def _row_point(i, zA, zB, d):
+    ei = (1.0 if i == 0 else 0.0, 1.0 if i == 1 else 0.0, 1.0 if i == 2 else 0.0)
+    # G = e_iᵀ [−I, ẑ_A, I, −ẑ_B], and e_iᵀ ẑ x = e_i·(z × x) = (e_i × z)·x
+    return d[i], _scale(-1.0, ei), cross(ei, zA), ei, cross(zB, ei)
+
+
+@njit(cache=True)
+def _row_perp(u, v):
+    g = cross(u, v)
     zero = (0.0, 0.0, 0.0)
-    if prim == POINT:
-        i = (c // 4) % 4
-        ei = (1.0 if i == 0 else 0.0, 1.0 if i == 1 else 0.0, 1.0 if i == 2 else 0.0)
-        # G = e_iᵀ [−I, ẑ_A, I, −ẑ_B], and e_iᵀ ẑ x = e_i·(z × x) = (e_i × z)·x
-        return d[i], _scale(-1.0, ei), cross(ei, zA), ei, cross(zB, ei)
-    if prim == PERP:
-        u, v = TA[(c // 4) % 4], TB[c % 4]
-        g = cross(u, v)
-        return dot(u, v), zero, g, zero, _scale(-1.0, g)
-    if prim == OFFSET:
-        u = TA[(c // 4) % 4]
-        pB = _add(d, zA)  # x_B − r_A
-        return dot(u, d), _scale(-1.0, u), cross(u, pB), u, _scale(-1.0, cross(u, zB))
-    if prim == DISTANCE:
-        Ld = np.sqrt(dot(d, d))
-        ev = _scale(1.0 / Ld, d)
-        return Ld - L, _scale(-1.0, ev), cross(ev, zA), ev, _scale(-1.0, cross(ev, zB))
-    # ANGLE about n: s = w_A·u_B, c = u_A·u_B
+    return dot(u, v), zero, g, zero, _scale(-1.0, g)
+
+
+@njit(cache=True)
+def _row_offset(u, zA, zB, d):
+    pB = _add(d, zA)  # x_B − r_A
+    return dot(u, d), _scale(-1.0, u), cross(u, pB), u, _scale(-1.0, cross(u, zB))
+
+
+@njit(cache=True)
+def _row_distance(zA, zB, d, L):
+    Ld = np.sqrt(dot(d, d))
+    ev = _scale(1.0 / Ld, d)
+    return Ld - L, _scale(-1.0, ev), cross(ev, zA), ev, _scale(-1.0, cross(ev, zB))
+
+
+@njit(cache=True)
+def _row_angle(TA, TB):
+    # about n: s = w_A·u_B, c = u_A·u_B
     _, _, _, s, co, rho2, gs, gc = _angle(TA, TB)
     g = ((co * gs[0] - s * gc[0]) / rho2, (co * gs[1] - s * gc[1]) / rho2, (co * gs[2] - s * gc[2]) / rho2)
+    zero = (0.0, 0.0, 0.0)
     return np.arctan2(s, co), zero, g, zero, _scale(-1.0, g)
 
 
@@ -304,53 +314,58 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
     direct = pos.shape[0] > 0
     w = res.shape[1]
     c1 = 1.0 - af
+    prepare = mode == PREPARE
+    constrained = mode == _ACCELERATION or mode == _VELOCITY
     for e in range(lo, hi):
         a, b = body[e, 0], body[e, 1]
         m = int(p[e, _ROWS])
         L = p[e, _L]
-        if mode == PREPARE:  # G(q_n) of every row, for the step: cache[e, 12 i : 12 i + 12] = [g_rA, g_θA, g_rB, g_θB]
-            zAn, zBn, dn, TAn, TBn = _state(p, e, Rn, rn, a, b)
-            for i in range(m):
-                _, gnrA, gntA, gnrB, gntB = _row(int(p[e, _CODE + i]), zAn, zBn, dn, TAn, TBn, L)
-                o = 12 * i
-                for q in range(3):
-                    cache[e, o + q] = gnrA[q]
-                    cache[e, o + 3 + q] = gntA[q]
-                    cache[e, o + 6 + q] = gnrB[q]
-                    cache[e, o + 9 + q] = gntB[q]
-            continue
         ke = 0 if direct else e
-        if mode != NONE:  # the block of the bodies and this instance's own unknowns (the rest: unused)
-            for r_ in range(12 + m):
-                for q in range(12 + m):
-                    K[ke, r_, q] = 0.0
-        for i in range(w):
-            res[e, i] = 0.0
-        zA1, zB1, d1, TA1, TB1 = _state(p, e, R1, r1, a, b)
-        if mode == _ACCELERATION or mode == _VELOCITY:  # the constrained systems at one state
-            va, vb, wa, wb = row(v1, a, 0), row(v1, b, 0), row(w1, a, 0), row(w1, b, 0)
-            for i in range(m):
-                c = int(p[e, _CODE + i])
-                j = first[e] + i
-                _, g1rA, g1tA, g1rB, g1tB = _row(c, zA1, zB1, d1, TA1, TB1, L)
-                rhs = target[j]
-                if mode == _ACCELERATION:
-                    rhs -= _quadratic(c, zA1, zB1, d1, TA1, TB1, va, vb, wa, wb)
-                res[e, 12 + i] = scale[j] * rhs
-                G1 = (g1rA, g1tA, g1rB, g1tB)
-                _columns(K, ke, i, scale[j], G1, G1)
-            if direct:
-                add_block(K, ke, pos, e, data)
-            continue  # (no outputs: those of a state come from mode NONE)
+        if prepare:  # G(q_n) of every row, for the step: cache[e, 12 i : 12 i + 12] = [g_rA, g_θA, g_rB, g_θB]
+            zA, zB, d, TA, TB = _state(p, e, Rn, rn, a, b)
+        else:
+            zA, zB, d, TA, TB = _state(p, e, R1, r1, a, b)
+            if mode != NONE:  # the block of the bodies and this instance's own unknowns (the rest: unused)
+                for r_ in range(12 + m):
+                    for q in range(12 + m):
+                        K[ke, r_, q] = 0.0
+            for i in range(w):
+                res[e, i] = 0.0
         fA = (0.0, 0.0, 0.0)
         mA = (0.0, 0.0, 0.0)
         et, er = 0.0, 0.0
         for i in range(m):
             c = int(p[e, _CODE + i])
             prim = c // 16
+            ix, jx = (c // 4) % 4, c % 4
+            if prim == POINT:
+                phi, grA, gtA, grB, gtB = _row_point(ix, zA, zB, d)
+            elif prim == PERP:
+                phi, grA, gtA, grB, gtB = _row_perp(TA[ix], TB[jx])
+            elif prim == OFFSET:
+                phi, grA, gtA, grB, gtB = _row_offset(TA[ix], zA, zB, d)
+            elif prim == DISTANCE:
+                phi, grA, gtA, grB, gtB = _row_distance(zA, zB, d, L)
+            else:
+                phi, grA, gtA, grB, gtB = _row_angle(TA, TB)
+            o = 12 * i
+            if prepare:
+                for q in range(3):
+                    cache[e, o + q] = grA[q]
+                    cache[e, o + 3 + q] = gtA[q]
+                    cache[e, o + 6 + q] = grB[q]
+                    cache[e, o + 9 + q] = gtB[q]
+                continue
             j = first[e] + i
             lm, k, tg = lam[j], scale[j], target[j]
-            phi, g1rA, g1tA, g1rB, g1tB = _row(c, zA1, zB1, d1, TA1, TB1, L)
+            G1 = (grA, gtA, grB, gtB)
+            if constrained:  # the constrained systems at one state
+                rhs = tg
+                if mode == _ACCELERATION:
+                    rhs -= _quadratic(c, zA, zB, d, TA, TB, row(v1, a, 0), row(v1, b, 0), row(w1, a, 0), row(w1, b, 0))
+                res[e, 12 + i] = k * rhs
+                _columns(K, ke, i, k, G1, G1)
+                continue
             phi = phi - tg
             if prim == ANGLE:
                 phi = phi - 2.0 * np.pi * np.floor((phi + np.pi) / (2.0 * np.pi))  # to [−π, π)
@@ -359,13 +374,12 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
             else:
                 et += phi * phi
             if c1 != 0.0:  # G_α with G(q_n) from the step's start (mode PREPARE)
-                o = 12 * i
-                G = (_mix(af, g1rA, c1, (cache[e, o], cache[e, o + 1], cache[e, o + 2])),
-                     _mix(af, g1tA, c1, (cache[e, o + 3], cache[e, o + 4], cache[e, o + 5])),
-                     _mix(af, g1rB, c1, (cache[e, o + 6], cache[e, o + 7], cache[e, o + 8])),
-                     _mix(af, g1tB, c1, (cache[e, o + 9], cache[e, o + 10], cache[e, o + 11])))
+                G = (_mix(af, grA, c1, (cache[e, o], cache[e, o + 1], cache[e, o + 2])),
+                     _mix(af, gtA, c1, (cache[e, o + 3], cache[e, o + 4], cache[e, o + 5])),
+                     _mix(af, grB, c1, (cache[e, o + 6], cache[e, o + 7], cache[e, o + 8])),
+                     _mix(af, gtB, c1, (cache[e, o + 9], cache[e, o + 10], cache[e, o + 11])))
             else:  # one state (α_f = 1): G(q')
-                G = (g1rA, g1tA, g1rB, g1tB)
+                G = G1
             for s_ in range(4):
                 for q in range(3):
                     res[e, 3 * s_ + q] -= lm * G[s_][q]
@@ -373,20 +387,26 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
             fA = _sub(fA, _scale(lm, G[0]))
             mA = _sub(mA, _scale(lm, G[1]))
             if mode > NONE:
-                _columns(K, ke, i, k, G, (g1rA, g1tA, g1rB, g1tB))
+                _columns(K, ke, i, k, G, G1)
                 if lm != 0.0:
                     f = af * lm
                     if prim == POINT:
-                        _stiffness_point(K, ke, f, (c // 4) % 4, zA1, zB1)
+                        _stiffness_point(K, ke, f, ix, zA, zB)
                     elif prim == PERP:
-                        _stiffness_perp(K, ke, f, TA1[(c // 4) % 4], TB1[c % 4])
+                        _stiffness_perp(K, ke, f, TA[ix], TB[jx])
                     elif prim == OFFSET:
-                        _stiffness_offset(K, ke, f, TA1[(c // 4) % 4], zA1, zB1, d1)
+                        _stiffness_offset(K, ke, f, TA[ix], zA, zB, d)
                     elif prim == DISTANCE:
-                        _stiffness_distance(K, ke, f, zA1, zB1, d1)
+                        _stiffness_distance(K, ke, f, zA, zB, d)
                     else:
-                        _stiffness_angle(K, ke, f, TA1, TB1)
-        mz = _sub(mA, cross(zA1, fA))  # about the joint's point
+                        _stiffness_angle(K, ke, f, TA, TB)
+        if prepare:
+            continue
+        if constrained:
+            if direct:
+                add_block(K, ke, pos, e, data)
+            continue  # (no outputs: those of a state come from mode NONE)
+        mz = _sub(mA, cross(zA, fA))  # about the joint's point
         for q in range(3):
             out[e, FORCE + q] = fA[q]
             out[e, MOMENT + q] = mz[q]
