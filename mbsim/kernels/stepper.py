@@ -227,12 +227,15 @@ def _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stif
                         (atol + rtol * max(al, qt / (am * j_max[i]))) / (c_a * tb + al))
         fin[i, 0] = tol[i, 0]
         fin[i, 1] = tol[i, 1]
-        rr = np.sqrt(R[o] * R[o] + R[o + 1] * R[o + 1] + R[o + 2] * R[o + 2])
-        rt = np.sqrt(R[o + 3] * R[o + 3] + R[o + 4] * R[o + 4] + R[o + 5] * R[o + 5])
-        if rr <= roundoff * _EPS * (qr + stiff[i] + am * mass[i] * (c_a * _n3(d, i) + _n3(a_pred, i))):
+        # (the tests on squares, |R|² <= x², without two square roots)
+        rr2 = R[o] * R[o] + R[o + 1] * R[o + 1] + R[o + 2] * R[o + 2]
+        rt2 = R[o + 3] * R[o + 3] + R[o + 4] * R[o + 4] + R[o + 5] * R[o + 5]
+        xr = roundoff * _EPS * (qr + stiff[i] + am * mass[i] * (c_a * _n3(d, i) + _n3(a_pred, i)))
+        if rr2 <= xr * xr:
             tol[i, 0] = np.inf
         inertia = j_max[i] * (am * (c_a * t + _n3(al_pred, i)) + 2 * af * w * (g * t + _n3(w_pred, i)))
-        if rt <= roundoff * _EPS * (qt + arm[i] * (qr + stiff[i]) + inertia):
+        xt = roundoff * _EPS * (qt + arm[i] * (qr + stiff[i]) + inertia)
+        if rt2 <= xt * xt:
             tol[i, 1] = np.inf
 
 
@@ -253,19 +256,24 @@ def _spring_scale(nm, r, el_body, el_arm, el_stiff, out):
 
 
 @njit(cache=True)
-def _own_tolerances(nm, el_body, owner, rotation, tol, tol_own):
-    """The tolerance of each element-owned unknown, into ``tol_own``: the translation (rotation)
+def _own_tolerances(nm, el_body, owner, rotation, tol, fin, tol_own, fin_own):
+    """The tolerance of each element-owned unknown, into ``tol_own`` (from ``tol``) and ``fin_own``
+    (from ``fin``, the tolerances without the round-off exception): the translation (rotation)
     tolerance of the bodies its element joins, the smaller of the moving ones [m or rad] -- the
-    scaled unknown λ̃ = λ/k is a length (angle): an error δλ̃ moves the bodies by about δλ̃ -- and the
-    unit of its row Φ, a position (angle) error of the joint.  inf when neither body moves."""
+    scaled unknown λ̃ = λ/k is a length (angle): an error δλ̃ moves the bodies by about δλ̃ -- and
+    the unit of its row Φ, a position (angle) error of the joint.  inf when neither body moves."""
     for j in range(owner.shape[0]):
         e = owner[j]
+        k = rotation[j]
         t = np.inf
+        f = np.inf
         for side in range(2):
             b = el_body[e, side]
             if b < nm:
-                t = min(t, tol[b, rotation[j]])
+                t = min(t, tol[b, k])
+                f = min(f, fin[b, k])
         tol_own[j] = t
+        fin_own[j] = f
 
 
 @njit(cache=True)
@@ -486,8 +494,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     break
                 _tolerances(nm, rtol, atol, roundoff, g, c_a, af, am, mass, j_max, arm, stiff, d, th, r1, v1, a1, w1,
                             al1, a_pred, w_pred, al_pred, R, Q, tol, tol_fin)
-                _own_tolerances(nm, el_body, el_owner, el_rot, tol, tol_own)
-                _own_tolerances(nm, el_body, el_owner, el_rot, tol_fin, tol_own_fin)
+                _own_tolerances(nm, el_body, el_owner, el_rot, tol, tol_fin, tol_own, tol_own_fin)
                 hold = _rows_hold(R, nm, scale, tol_own)
                 culprit = _correction(fresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent, order,
                                       sym, lu_state, dt, R, du, tree_work, counters)

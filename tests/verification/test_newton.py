@@ -389,9 +389,10 @@ def test_element_owned_unknowns_are_weighed_like_positions_and_their_rows_in_the
     el_body = np.array([[0, 3], [0, 1]])  # element 0: body 0 and a fixed body; element 1: bodies 0 and 1
     owner, rotation = np.array([0, 1, 1]), np.array([0, 0, 1])
     tol = np.array([[1e-3, 2e-3], [5e-4, 4e-4]])
-    tol_own = np.empty(3)
-    stepper._own_tolerances(nm, el_body, owner, rotation, tol, tol_own)
+    tol_own, fin_own = np.empty(3), np.empty(3)
+    stepper._own_tolerances(nm, el_body, owner, rotation, tol, 2 * tol, tol_own, fin_own)
     assert np.array_equal(tol_own, [1e-3, 5e-4, 4e-4])
+    assert np.array_equal(fin_own, [2e-3, 1e-3, 8e-4])  # the same from the second set
     du = np.zeros(6 * nm + 3)
     du[6 * nm:] = [0.5e-3, 1e-4, 2e-4]  # 0.5, 0.2 and 0.5 of their tolerances
     assert stepper._size(du, tol, tol_own) == pytest.approx(0.5, rel=1e-15)
