@@ -322,11 +322,18 @@ def solve_into(data, sym, piv, rhs, work, out):
         for e in range(sym[_u(o_lptr + p)], sym[_u(o_lptr + p + 1)]):
             si = sym[_u(o_start + sym[_u(o_lblk + e)])]
             a = sym[_u(o_lik + e)]
-            for r in range(sym[_u(o_lrows + e)]):
-                s = 0.0
-                for q in range(n):
-                    s += data[_u(a + n * r + q)] * work[_u(sk + q)]
-                work[_u(si + r)] -= s
+            for r in range(sym[_u(o_lrows + e)]):  # (each sum in two chains, even and odd terms, side by side)
+                ar = a + n * r
+                s0 = 0.0
+                s1 = 0.0
+                q = 0
+                while q + 1 < n:
+                    s0 += data[_u(ar + q)] * work[_u(sk + q)]
+                    s1 += data[_u(ar + q + 1)] * work[_u(sk + q + 1)]
+                    q += 2
+                if q < n:
+                    s0 += data[_u(ar + q)] * work[_u(sk + q)]
+                work[_u(si + r)] -= s0 + s1
     for p in range(nb - 1, -1, -1):  # backward, in place: x_k = y_k − Σ U_ki x_i
         k = sym[_u(o_order + p)]
         sk = sym[_u(o_start + k)]
@@ -338,9 +345,16 @@ def solve_into(data, sym, piv, rhs, work, out):
             u = sym[_u(o_uki + e)]
             mc = sym[_u(o_ucols + e)]
             for r in range(n):
-                s = 0.0
-                for q in range(mc):
-                    s += data[_u(u + m * r + q)] * work[_u(si + q)]
-                work[_u(sk + r)] -= s
+                ur = u + m * r
+                s0 = 0.0
+                s1 = 0.0
+                q = 0
+                while q + 1 < mc:
+                    s0 += data[_u(ur + q)] * work[_u(si + q)]
+                    s1 += data[_u(ur + q + 1)] * work[_u(si + q + 1)]
+                    q += 2
+                if q < mc:
+                    s0 += data[_u(ur + q)] * work[_u(si + q)]
+                work[_u(sk + r)] -= s0 + s1
     for r in range(ndof):
         out[_u(r)] = work[_u(sym[_u(o_perm + r)])]

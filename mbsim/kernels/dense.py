@@ -55,16 +55,31 @@ def lu_block_solve(a, off, n, piv, poff, b, boff):
         p = piv[_u(poff + k)]
         if p != k:
             b[_u(boff + k)], b[_u(boff + p)] = b[_u(boff + p)], b[_u(boff + k)]
-    for i in range(n):
-        s = b[_u(boff + i)]
-        for j in range(i):
-            s -= a[_u(off + n * i + j)] * b[_u(boff + j)]
-        b[_u(boff + i)] = s
+    # each row's sum in two chains (even and odd terms): one chain waits for every multiply-add before it
+    for i in range(1, n):
+        ai = off + n * i
+        s0 = b[_u(boff + i)]
+        s1 = 0.0
+        j = 0
+        while j + 1 < i:
+            s0 -= a[_u(ai + j)] * b[_u(boff + j)]
+            s1 -= a[_u(ai + j + 1)] * b[_u(boff + j + 1)]
+            j += 2
+        if j < i:
+            s0 -= a[_u(ai + j)] * b[_u(boff + j)]
+        b[_u(boff + i)] = s0 + s1
     for i in range(n - 1, -1, -1):
-        s = b[_u(boff + i)]
-        for j in range(i + 1, n):
-            s -= a[_u(off + n * i + j)] * b[_u(boff + j)]
-        b[_u(boff + i)] = s / a[_u(off + n * i + i)]
+        ai = off + n * i
+        s0 = b[_u(boff + i)]
+        s1 = 0.0
+        j = i + 1
+        while j + 1 < n:
+            s0 -= a[_u(ai + j)] * b[_u(boff + j)]
+            s1 -= a[_u(ai + j + 1)] * b[_u(boff + j + 1)]
+            j += 2
+        if j < n:
+            s0 -= a[_u(ai + j)] * b[_u(boff + j)]
+        b[_u(boff + i)] = (s0 + s1) / a[_u(ai + i)]
 
 
 @njit(cache=True)
