@@ -329,10 +329,16 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
                 for r_ in range(12 + m):
                     for q in range(12 + m):
                         K[ke, r_, q] = 0.0
-            for i in range(w):
+            if constrained:  # (the bodies' rows: written below, but for the constrained systems)
+                for i in range(12):
+                    res[e, i] = 0.0
+            for i in range(12 + m, w):
                 res[e, i] = 0.0
+        # the bodies' rows −G_αᵀλ, summed here and written once: [f_A, m_A, f_B, m_B]
         fA = (0.0, 0.0, 0.0)
         mA = (0.0, 0.0, 0.0)
+        fB = (0.0, 0.0, 0.0)
+        mB = (0.0, 0.0, 0.0)
         et, er = 0.0, 0.0
         for i in range(m):
             c = int(p[e, _CODE + i])
@@ -380,12 +386,11 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
                      _mix(af, gtB, c1, (cache[e, o + 9], cache[e, o + 10], cache[e, o + 11])))
             else:  # one state (α_f = 1): G(q')
                 G = G1
-            for s_ in range(4):
-                for q in range(3):
-                    res[e, 3 * s_ + q] -= lm * G[s_][q]
             res[e, 12 + i] = -k * phi
             fA = _sub(fA, _scale(lm, G[0]))
             mA = _sub(mA, _scale(lm, G[1]))
+            fB = _sub(fB, _scale(lm, G[2]))
+            mB = _sub(mB, _scale(lm, G[3]))
             if mode > NONE:
                 _columns(K, ke, i, k, G, G1)
                 if lm != 0.0:
@@ -408,6 +413,10 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn,
             continue  # (no outputs: those of a state come from mode NONE)
         mz = _sub(mA, cross(zA, fA))  # about the joint's point
         for q in range(3):
+            res[e, q] = fA[q]
+            res[e, 3 + q] = mA[q]
+            res[e, 6 + q] = fB[q]
+            res[e, 9 + q] = mB[q]
             out[e, FORCE + q] = fA[q]
             out[e, MOMENT + q] = mz[q]
         out[e, LENGTH] = np.nan
