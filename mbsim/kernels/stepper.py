@@ -277,18 +277,24 @@ def _own_tolerances(nm, el_body, owner, rotation, tol, fin, tol_own, fin_own):
 
 
 @njit(cache=True)
-def _size(du, tol, tol_own):
+def _sizes(du, tol, tol_own, fin, fin_own):
     """The correction in units of the tolerance (max over bodies and kinds, and the elements' own
-    unknowns, which follow the bodies' in ``du``)."""
+    unknowns, which follow the bodies' in ``du``), measured with ``tol``, ``tol_own`` and with ``fin``,
+    ``fin_own`` (the tolerances without the round-off exception) in one pass."""
     size = 0.0
+    size_fin = 0.0
     for i in range(tol.shape[0]):
         for k in range(2):
             o = 6 * i + 3 * k
-            size = max(size, np.sqrt(du[o] * du[o] + du[o + 1] * du[o + 1] + du[o + 2] * du[o + 2]) / tol[i, k])
+            x = np.sqrt(du[o] * du[o] + du[o + 1] * du[o + 1] + du[o + 2] * du[o + 2])
+            size = max(size, x / tol[i, k])
+            size_fin = max(size_fin, x / fin[i, k])
     o = 6 * tol.shape[0]
     for j in range(tol_own.shape[0]):
-        size = max(size, abs(du[o + j]) / tol_own[j])
-    return size
+        x = abs(du[o + j])
+        size = max(size, x / tol_own[j])
+        size_fin = max(size_fin, x / fin_own[j])
+    return size, size_fin
 
 
 @njit(cache=True)
@@ -502,9 +508,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                     break
                 have = True
-                sz = _size(du, tol, tol_own)
+                sz, sz_all = _sizes(du, tol, tol_own, tol_fin, tol_own_fin)
                 rate = sz / last if last > 0.0 else np.inf
-                sz_all = _size(du, tol_fin, tol_own_fin)
                 rate_all = sz_all / last_all if last_all > 0.0 else np.inf
                 if k > 0 and hold and sz <= noise:
                     break  # converged: Δu_k is round-off noise, nothing to gain from it
@@ -539,8 +544,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     if culprit != -1:
                         reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                         break
-                    sz = _size(du, tol, tol_own)
-                    sz_all = _size(du, tol_fin, tol_own_fin)
+                    sz, sz_all = _sizes(du, tol, tol_own, tol_fin, tol_own_fin)
                 if not modified:
                     have = False
                     lu_state[0] = 0.0

@@ -377,7 +377,7 @@ def test_the_compiled_tolerances_are_the_documented_ones():
     assert np.isfinite(fin).all() and np.array_equal(fin[1:], tol[1:])  # the same without the round-off rows' inf
     du = rng.normal(size=6 * nm) * 1e-12
     size = np.max(np.linalg.norm(du.reshape(-1, 2, 3), axis=2) / expected)
-    assert stepper._size(du, tol, np.zeros(0)) == pytest.approx(size, rel=1e-14)
+    assert stepper._sizes(du, tol, np.zeros(0), tol, np.zeros(0))[0] == pytest.approx(size, rel=1e-14)
 
 
 def test_element_owned_unknowns_are_weighed_like_positions_and_their_rows_in_their_own_units():
@@ -395,9 +395,9 @@ def test_element_owned_unknowns_are_weighed_like_positions_and_their_rows_in_the
     assert np.array_equal(fin_own, [2e-3, 1e-3, 8e-4])  # the same from the second set
     du = np.zeros(6 * nm + 3)
     du[6 * nm:] = [0.5e-3, 1e-4, 2e-4]  # 0.5, 0.2 and 0.5 of their tolerances
-    assert stepper._size(du, tol, tol_own) == pytest.approx(0.5, rel=1e-15)
+    assert stepper._sizes(du, tol, tol_own, 2 * tol, fin_own) == pytest.approx((0.5, 0.25), rel=1e-15)
     du[6 * nm + 1] = 1e-3  # twice its tolerance: it decides the size
-    assert stepper._size(du, tol, tol_own) == pytest.approx(2.0, rel=1e-15)
+    assert stepper._sizes(du, tol, tol_own, 2 * tol, fin_own) == pytest.approx((2.0, 1.0), rel=1e-15)
     scale = np.array([1e4, 2e4, 3e4])
     R = np.zeros(6 * nm + 3)
     R[6 * nm:] = scale * tol_own * 0.99  # |Φ| just inside the tolerance (R = −kΦ)
