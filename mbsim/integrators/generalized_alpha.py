@@ -335,7 +335,7 @@ class GeneralizedAlpha:
         r1, v1, a1, w1, al1 = (np.empty((n, 3)) for _ in range(5))
         q1 = np.empty((n, 4))
         kb.kinematics(d, th, s.q, s.r, s.v, s.a, s.w, s.al, ctx.dt, ctx.c_a, ctx.g, p.gamma, ctx.a_pred,
-                      ctx.w_pred, ctx.al_pred, r1, q1, R1, T, Om, v1, a1, w1, al1)
+                      ctx.w_pred, ctx.al_pred, r1, q1, R1, T, Om, v1, a1, w1, al1, True)
         kin = Kinematics(alpha_f=p.alpha_f, R1=R1, Rn=ctx.Rn, r1=r1, rn=s.r, v1=v1, vn=s.v, w1=w1, wn=s.w,
                          g=ctx.g, T=T, Omega=Om)
         R, Q = np.zeros(asm.ndof), np.zeros(asm.ndof)  # the rows of own unknowns: the elements' alone

@@ -41,9 +41,10 @@ def cay_compose(c, th, i):
 
 @njit(cache=True)
 def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-               r1, q1, R1, T, Omega, v1, a1, w1, al1):
+               r1, q1, R1, T, Omega, v1, a1, w1, al1, rates):
     """r' = r_n + d, q' = quat(cay θ) ⊗ q_n (normalised; q_n itself when θ = 0), Λ', T(θ),
-    Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4)."""
+    Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4).
+    T and Ω only with ``rates``: the tangents read them, a residual does not."""
     for i in range(d.shape[0]):
         t = row(th, i, 0)
         tt = dot(t, t)
@@ -64,11 +65,6 @@ def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred
         R1[i, 1, 1] = 1 - 2 * (x0 * x0 + z0 * z0); R1[i, 1, 2] = 2 * (y0 * z0 - w0 * x0)
         R1[i, 2, 0] = 2 * (x0 * z0 - w0 * y0); R1[i, 2, 1] = 2 * (y0 * z0 + w0 * x0)
         R1[i, 2, 2] = 1 - 2 * (x0 * x0 + y0 * y0)
-        for r in range(3):
-            for q in range(3):
-                T[i, r, q] = 0.25 * t[r] * t[q] + (1.0 if r == q else 0.0)
-        T[i, 0, 1] -= 0.5 * t[2]; T[i, 0, 2] += 0.5 * t[1]; T[i, 1, 0] += 0.5 * t[2]
-        T[i, 1, 2] -= 0.5 * t[0]; T[i, 2, 0] -= 0.5 * t[1]; T[i, 2, 1] += 0.5 * t[0]
         for j in range(3):
             r1[i, j] = rn[i, j] + d[i, j]
             a1[i, j] = c_a * d[i, j] + a_pred[i, j]
@@ -78,6 +74,13 @@ def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred
         for j in range(3):
             w1[i, j] = wi[j]
             al1[i, j] = ali[j]
+        if not rates:
+            continue
+        for r in range(3):
+            for q in range(3):
+                T[i, r, q] = 0.25 * t[r] * t[q] + (1.0 if r == q else 0.0)
+        T[i, 0, 1] -= 0.5 * t[2]; T[i, 0, 2] += 0.5 * t[1]; T[i, 1, 0] += 0.5 * t[2]
+        T[i, 1, 2] -= 0.5 * t[0]; T[i, 2, 0] -= 0.5 * t[1]; T[i, 2, 1] += 0.5 * t[0]
         for r in range(3):
             for q in range(3):
                 Omega[i, r, q] = g * T[i, r, q]

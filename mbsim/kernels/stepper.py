@@ -77,7 +77,7 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     reference-count updates per array.  The loads are those of step ``step`` of ``F_alpha``/``M_alpha``.
     """
     kb.kinematics(d, th, s_q, s_r, s_v, s_a, s_w, s_al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-                  r1, q1, R1, T, Om, v1, a1, w1, al1)
+                  r1, q1, R1, T, Om, v1, a1, w1, al1, mode != 0)
     kb.residual(nm, mass, Jb, R1, Rn, T, a1, s_a, w1, al1, F_alpha, M_alpha, step, Xn, af, am, c_a, g, mode != 0,
                 R, Q, Ktt, scr)
     for j in range(6 * nm, R.shape[0]):  # the rows of the elements' own unknowns: theirs alone
@@ -523,7 +523,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     thin = rate_all * sz_all > thin_margin * (1.0 - rate_all)
                     _apply(du, nm, d, th, lam1, scale)
                     kb.kinematics(d, th, q, r, v, a, w, al, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-                                  r1, q1, R1, T, Om, v1, a1, w1, al1)
+                                  r1, q1, R1, T, Om, v1, a1, w1, al1, not refresh)
                     break
                 if k > 0 and hold and rate < 1.0 and sz <= 1.0 - rate:
                     break  # at the iteration limit: u_k itself, ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol
