@@ -110,16 +110,19 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None, extents=None) -> tupl
     sym : int64 array
         ``[nb, nl, nu, order (nb), start (nb+1), diag (nb), lptr (nb+1), lblk (nl), l_ik (nl),
         u_ki (nl), uptr (nb+1), ui (nu), uj (nu), o_ik (nu), o_kj (nu), o_ij (nu), perm (ndof),
-        lrows (nl), ucols (nl), urows (nu), ucols2 (nu)]``: for the
+        lrows (nl), ucols (nl), urows (nu), ucols2 (nu), ld_ij (nu)]``: for the
         pivot at elimination position p (block k = order[p]), its later neighbours i are
         ``lblk[lptr[p]:lptr[p+1]]`` with blocks (i, k) at ``l_ik`` and (k, i) at ``u_ki``, and the
         updates A_ij −= A_ik U_kj are the triples ``(o_ik, o_kj, o_ij)`` of ``uptr[p]:uptr[p+1]``
         (``ui``, ``uj`` their block rows and columns).  ``start`` are the first unknowns of the
         blocks (in block order), ``diag`` the offsets of the diagonal blocks, ``perm[r]`` the
-        position in block order of global unknown r.
+        position in block order of global unknown r; ``ld_ij`` the row length of the block each update
+        writes.  Storage is compact: U_ki (k eliminated before i) keeps the ``ucols`` leading columns
+        of its rows (its row length), A_ik only its ``lrows`` leading rows, so that a chain of bodies
+        with their parent joints' multipliers stores 11×6 and 6×11 coupling blocks, not 11×11.
     size : int
         Values of the flat block storage.
-    offsets : dict (i, j) -> offset
+    offsets : dict (i, j) -> (offset, row length)
         Where each block of the filled pattern lives (for :func:`block_position`).
     """
     sizes = np.asarray(sizes, dtype=np.int64)
@@ -161,18 +164,31 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None, extents=None) -> tupl
                     e = ext.setdefault((i, j), [0, 0])
                     e[0] = max(e[0], ext[i, k][0])
                     e[1] = max(e[1], ext[k, j][1])
+    # Storage: a diagonal block whole; an off-diagonal block (i, j) with i eliminated first (a U block:
+    # D_ii⁻¹ fills all its rows) all rows and its leading ext columns; with j eliminated first (an L
+    # block, read as it is) its leading ext rows and all columns.  Row-major, its row length ``ld``.
     offsets, size = {}, 0
 
     def place(i, j):
         nonlocal size
         if (i, j) not in offsets:
-            offsets[i, j] = size
-            size += int(sizes[i] * sizes[j])
-        return offsets[i, j]
+            if i == j:
+                nr, ld = int(sizes[i]), int(sizes[j])
+            elif pos[i] < pos[j]:
+                nr, ld = int(sizes[i]), int(ext[i, j][1])
+            else:
+                nr, ld = int(ext[i, j][0]), int(sizes[j])
+            offsets[i, j] = (size, ld)
+            size += nr * ld
+        return offsets[i, j][0]
+
+    def ld(i, j):
+        place(i, j)
+        return offsets[i, j][1]
 
     diag = [place(k, k) for k in range(nb)]
     lblk, lik, uki, lptr, lrows, ucols = [], [], [], [0], [], []
-    ui, uj, oik, okj, oij, uptr, urows, ucols2 = [], [], [], [], [], [0], [], []
+    ui, uj, oik, okj, oij, uptr, urows, ucols2, ldij = [], [], [], [], [], [0], [], [], []
     for k, nbrs in zip(order, later):
         for i in nbrs:
             lblk.append(i)
@@ -189,6 +205,7 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None, extents=None) -> tupl
                 oij.append(place(i, j))
                 urows.append(ext[i, k][0])
                 ucols2.append(ext[k, j][1])
+                ldij.append(ld(i, j))
         lptr.append(len(lblk))
         uptr.append(len(ui))
     start = np.concatenate(([0], np.cumsum(sizes)))
@@ -197,7 +214,7 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None, extents=None) -> tupl
     if dofs is not None:
         perm[np.asarray(dofs, dtype=np.int64)] = np.arange(ndof)
     parts = [[nb, len(lblk), len(ui)], order, start, diag, lptr, lblk, lik, uki, uptr, ui, uj, oik, okj, oij, perm,
-             lrows, ucols, urows, ucols2]
+             lrows, ucols, urows, ucols2, ldij]
     sym = np.concatenate([np.asarray(p, dtype=np.int64).reshape(-1) for p in parts])
     return sym, size, offsets
 
@@ -238,14 +255,17 @@ def block_position(rows, cols, sizes, offsets: dict, sym=None) -> np.ndarray:
     bj = np.searchsorted(start, cols, side="right") - 1
     nb = len(sizes)
     keys = np.array([i * nb + j for i, j in offsets], dtype=np.int64)
-    vals = np.array(list(offsets.values()), dtype=np.int64)
+    vals = np.array(list(offsets.values()), dtype=np.int64).reshape(-1, 2)
     by = np.argsort(keys)
     keys, vals = keys[by], vals[by]
     want = bi * nb + bj
     at = np.minimum(np.searchsorted(keys, want), len(keys) - 1)
     if not np.array_equal(keys[at], want):
         raise ValueError("the tangent pattern has a block outside the symbolic structure")
-    return vals[at] + (rows - start[bi]) * sizes[bj] + (cols - start[bj])
+    ri, cj = rows - start[bi], cols - start[bj]
+    if np.any(cj >= vals[at, 1]):
+        raise ValueError("the tangent pattern has an entry outside its block's extent")
+    return vals[at, 0] + ri * vals[at, 1] + cj
 
 
 @njit(cache=True)
@@ -270,8 +290,9 @@ def _parts(sym):
     o_ucols = o_lrows + nl
     o_urows = o_ucols + nl
     o_ucols2 = o_urows + nu
+    o_ldij = o_ucols2 + nu
     return (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj, o_oij,
-            o_perm, o_lrows, o_ucols, o_urows, o_ucols2)
+            o_perm, o_lrows, o_ucols, o_urows, o_ucols2, o_ldij)
 
 
 @njit(cache=True)
@@ -280,7 +301,7 @@ def factorize(data, sym, piv):
     later neighbours i, j, on the rows and columns that can be nonzero).  ``piv``: one row interchange per
     unknown.  Returns −1 on success, else the block whose diagonal block is singular."""
     (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
-     o_oij, _, o_lrows, o_ucols, o_urows, o_ucols2) = _parts(sym)
+     o_oij, _, o_lrows, o_ucols, o_urows, o_ucols2, o_ldij) = _parts(sym)
     for p in range(nb):
         k = sym[_u(o_order + p)]
         sk = sym[_u(o_start + k)]
@@ -289,19 +310,18 @@ def factorize(data, sym, piv):
         if dense.lu_block(data, dk, n, piv, sk) >= 0:
             return k
         for e in range(sym[_u(o_lptr + p)], sym[_u(o_lptr + p + 1)]):  # U_ki ← D_kk⁻¹ A_ki, its nonzero columns
-            i = sym[_u(o_lblk + e)]
-            m = sym[_u(o_start + i + 1)] - sym[_u(o_start + i)]
-            dense.lu_block_solve_columns(data, dk, n, piv, sk, data, sym[_u(o_uki + e)], m, sym[_u(o_ucols + e)])
+            mc = sym[_u(o_ucols + e)]  # (also its row length: compact storage)
+            dense.lu_block_solve_columns(data, dk, n, piv, sk, data, sym[_u(o_uki + e)], mc, mc)
         for e in range(sym[_u(o_uptr + p)], sym[_u(o_uptr + p + 1)]):  # A_ij −= A_ik U_kj
-            nj = sym[_u(o_start + sym[_u(o_uj + e)] + 1)] - sym[_u(o_start + sym[_u(o_uj + e)])]
             aik, ukj, aij = sym[_u(o_oik + e)], sym[_u(o_okj + e)], sym[_u(o_oij + e)]
-            nc = sym[_u(o_ucols2 + e)]
+            nc = sym[_u(o_ucols2 + e)]  # U_kj's columns, its row length; A_ik's: n
+            lj = sym[_u(o_ldij + e)]
             for r in range(sym[_u(o_urows + e)]):
                 for c in range(nc):
                     s = 0.0
                     for q in range(n):
-                        s += data[_u(aik + n * r + q)] * data[_u(ukj + nj * q + c)]
-                    data[_u(aij + nj * r + c)] -= s
+                        s += data[_u(aik + n * r + q)] * data[_u(ukj + nc * q + c)]
+                    data[_u(aij + lj * r + c)] -= s
     return -1
 
 
@@ -310,7 +330,7 @@ def solve_into(data, sym, piv, rhs, work, out):
     """x with A x = rhs from the factors of :func:`factorize`, into ``out``; ``work``: as many values
     as unknowns."""
     (nb, o_order, o_start, o_diag, o_lptr, o_lblk, o_lik, o_uki, o_uptr, o_ui, o_uj, o_oik, o_okj,
-     o_oij, o_perm, o_lrows, o_ucols, _, _) = _parts(sym)
+     o_oij, o_perm, o_lrows, o_ucols, _, _, _) = _parts(sym)
     ndof = sym[_u(o_start + nb)]
     for r in range(ndof):
         work[_u(sym[_u(o_perm + r)])] = rhs[_u(r)]
@@ -339,13 +359,11 @@ def solve_into(data, sym, piv, rhs, work, out):
         sk = sym[_u(o_start + k)]
         n = sym[_u(o_start + k + 1)] - sk
         for e in range(sym[_u(o_lptr + p)], sym[_u(o_lptr + p + 1)]):
-            i = sym[_u(o_lblk + e)]
-            si = sym[_u(o_start + i)]
-            m = sym[_u(o_start + i + 1)] - si
+            si = sym[_u(o_start + sym[_u(o_lblk + e)])]
             u = sym[_u(o_uki + e)]
-            mc = sym[_u(o_ucols + e)]
+            mc = sym[_u(o_ucols + e)]  # U_ki's columns, its row length
             for r in range(n):
-                ur = u + m * r
+                ur = u + mc * r
                 s0 = 0.0
                 s1 = 0.0
                 q = 0

@@ -139,7 +139,7 @@ own = blocks[6 * N:]
 bodies = [model.elements.body[model.elements.unknown_element[u], 1] for u in range(N)]
 out["chain"] = {"position_difference": float(np.abs(rb - rd).max()),
                 "multiplier_difference": float(np.abs(lb - ld).max() / np.abs(ld).max()),
-                "storage": int(size), "fill_free_storage": 49 * N + 2 * 49 * (N - 1),
+                "storage": int(size), "fill_free_storage": 49 * N + 2 * 42 * (N - 1),  # 7×7 pivots, couplings 7×6 and 6×7: the parent's body
                 "grouped_with_child": bool(np.array_equal(own, bodies)), "last": list(last)}
 
 # 3b. the same chain held at both ends (a loop through world): one rod closes the loop, its multiplier
