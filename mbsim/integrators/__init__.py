@@ -20,7 +20,9 @@ class Integrator(Protocol):
     2. ``solver.kind`` names the linear solver (file attribute and summary).
     3. ``n_steps`` and ``n_iterations`` count the steps taken and Newton
        corrections applied; ``timing`` maps phase names to seconds.  A resumed
-       run continues them with :meth:`continue_counts`.
+       run continues them with :meth:`continue_counts`.  ``n_floor`` counts the
+       steps whose iteration ended at the round-off floor of nearly dependent
+       joint equations (dead points; the run's message says so).
     4. ``initial_state()`` is the :class:`State` at t = 0 (initial
        accelerations included); ``powers(s)`` the dissipated and load powers
        of a state read back from a file.
@@ -44,6 +46,7 @@ class Integrator(Protocol):
     solver: object  # has ``kind`` (str)
     n_steps: int
     n_iterations: int
+    n_floor: int
     timing: dict
 
     def initial_state(self) -> State: ...

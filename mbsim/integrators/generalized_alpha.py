@@ -54,6 +54,11 @@ an element's own unknowns (λ̃ = λ/k, a length or an angle, see
 it joins, and their rows must hold in their own units, |Φ| ≤ tol;
 and a correction below :data:`NOISE_SIZE` of the tolerance ends the
 iteration, since the rate measured between such corrections is noise.
+Where the joints' equations are nearly dependent (a dead point), ε in their
+rows moves the bodies by ε/σ: a correction that, with a tangent factorized in
+the step, shrank by less than 4× and is no larger than the solve of the rows'
+round-off (:func:`mbsim.kernels.stepper._noise_size`) ends the iteration too
+(counted in ``n_floor``, docs/newton.md).
 
 Modified Newton keeps a factorization while ρ ≤ :data:`CONTRACTION_LIMIT`
 and refreshes it at the current iterate otherwise (the bound is then
@@ -211,7 +216,8 @@ class GeneralizedAlpha:
     """One generalized-α step of a :class:`Model`, solved by Newton–Raphson.
 
     Counters: ``n_steps``, ``n_iterations`` (Newton corrections applied), ``n_assemblies``,
-    and the linear solver's ``nlu``.
+    ``n_floor`` (steps whose iteration stopped at the round-off floor of nearly dependent joint
+    equations) and the linear solver's ``nlu``.
     """
 
     name = "generalized-alpha"
@@ -228,6 +234,7 @@ class GeneralizedAlpha:
         self.n_steps = 0
         self.n_iterations = 0
         self.n_assemblies = 0
+        self.n_floor = 0  # steps stopped at the round-off floor of nearly dependent joints (a dead point)
         # largest principal moment of inertia and longest connector arm |Z| of each moving body
         # (the rotational rows of _tolerances and their round-off)
         nm = model.n_moving
@@ -418,7 +425,7 @@ class GeneralizedAlpha:
         were, so the run that follows is unchanged.
         """
         kept = None if self._fused is None else {k: self._fused[k].copy() for k in ("lu_state", "lu_data", "lu_piv")}
-        saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, dict(self.timing))
+        saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.n_floor, self.solver.nlu, dict(self.timing))
         try:
             with np.errstate(all="ignore"):
                 self.step(s, dt)
@@ -428,7 +435,7 @@ class GeneralizedAlpha:
                                         frame_buffers(self.model.n_bodies, self.model.n_connectors, 1,
                                                   self.model.n_joints))
         finally:
-            (self.n_steps, self.n_iterations, self.n_assemblies, self.solver.nlu, timing) = saved
+            (self.n_steps, self.n_iterations, self.n_assemblies, self.n_floor, self.solver.nlu, timing) = saved
             if kept is not None:  # the factorization in use, as it was
                 for k, v in kept.items():
                     self._fused[k][:] = v
@@ -552,7 +559,7 @@ class GeneralizedAlpha:
         spec = self.spec
         modified = spec.modified if modified is None else modified
         iterations, residuals = np.zeros(nsteps, dtype=np.int64), np.zeros(nsteps)
-        counters = np.zeros(3, dtype=np.int64)
+        counters = np.zeros(4, dtype=np.int64)
         return {
             "t0": t0,
             "state": tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + history + (energy, self._lam(s))
@@ -579,6 +586,7 @@ class GeneralizedAlpha:
         self.n_iterations += int(counters[0])
         self.solver.nlu += int(counters[1])
         self.n_assemblies += int(counters[2])
+        self.n_floor += int(counters[3])
         r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = b["state"]
         dt_prev, dt_prev2 = (float(x) for x in prev_dt)
         dt_prev2 = dt_prev2 if dt_prev > 0.0 else 0.0

@@ -32,6 +32,9 @@ _EPS = float(np.finfo(np.float64).eps)
 # Why a step failed (``status[2]`` of :func:`run`); GeneralizedAlpha turns them into StepStatus and a message.
 MAX_ITERATIONS, GREW, BLEW_UP, NONFINITE_RESIDUAL, NONFINITE_CORRECTION, SINGULAR, DEGENERATE = range(1, 8)
 _TINY = float(np.finfo(np.float64).tiny)  # as np.finfo(float).tiny in the Python step
+# A correction that shrank by less than this factor, with a tangent factorized in the step, is compared with
+# the round-off floor of the joints' rows (_noise_size): an iteration that contracts faster is not stuck.
+_STALL = 0.25
 
 
 def element_arguments(model, assembler=None) -> tuple:
@@ -298,6 +301,31 @@ def _sizes(du, tol, tol_own, fin, fin_own):
 
 
 @njit(cache=True)
+def _noise_size(nm, r1, el_body, el_arm, owner, rotation, scale, is_dense, lu_data, ndof, piv_flat, parent, order, sym,
+                tree_work, e, x, fin, fin_own):
+    """How large a correction the round-off of the joints' rows alone makes, in units of the tolerance (every
+    unknown weighed, as ``_sizes``' second value): the solve K⁻¹e of a right-hand side that holds, in each
+    element-owned row, ε times the magnitudes that cancel in it (k·(|x_A| + |x_B|) for a position row: the
+    points' world positions, k for an angle row: unit vectors), with signs of a fixed pseudo-random pattern.
+    Where the joints' equations are nearly dependent (a dead point: THEORY §11) this is what no Newton
+    iteration can get below; elsewhere it is far below the tolerance.  ``e``, ``x``: work arrays (ndof,)."""
+    o = 6 * nm
+    for i in range(o):
+        e[i] = 0.0
+    for j in range(owner.shape[0]):
+        el = owner[j]
+        mag = 1.0
+        if rotation[j] == 0:
+            mag = 0.0
+            for side in range(2):
+                mag += _n3(r1, el_body[el, side]) + el_arm[el, side]
+        sign = 1.0 if ((j * 2654435761) >> 15) & 1 else -1.0
+        e[o + j] = sign * _EPS * scale[j] * mag
+    _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, e, x, tree_work)
+    return _sizes(x, fin, fin_own, fin, fin_own)[1]
+
+
+@njit(cache=True)
 def _rows_hold(R, nm, scale, tol_own):
     """Whether every row of the elements' own unknowns (−kΦ, scaled by k = ``scale``) holds its
     equation within the tolerance, in its own units: |Φ| ≤ tol (m or rad)."""
@@ -318,7 +346,8 @@ def advance(nsteps, dt, status, *args):
     ``energy`` = [dissipated, external work, dissipated power, load power]
     (in/out); ``gravity`` is unused (the frame quantities are not computed);
     ``lu_state`` = [1 if lu_data holds a factorization, its Δt];
-    ``counters`` += [Newton iterations, factorizations, residual evaluations].
+    ``counters`` += [Newton iterations, factorizations, residual evaluations, steps stopped at the
+    round-off floor of nearly dependent joint equations].
     Returns the number of steps taken: fewer than ``nsteps`` when a step
     did not converge (the state is then the one before that step).
 
@@ -387,6 +416,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     n_el = el_body.shape[0]
     el_res, el_out, K1, dummy, nopos, nodata, scr, cache = _work(n_el, el_dofs.shape[1])
     du = np.empty(ndof); tree_work = np.empty(max(18 * nm, ndof))
+    e_noise = np.empty(ndof); x_noise = np.empty(ndof)
     lam1 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own); tol_own_fin = np.empty(n_own)
     for j in range(n_own):
         scale[j] = el_ref[j] * c_a  # k = m_ref/(βΔt²) or J_ref/(βΔt²)
@@ -469,6 +499,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             have = modified and lu_state[0] > 0.5 and abs(lu_state[1] - dt) <= 1e-12 * dt
             last = np.inf
             last_all = np.inf
+            refreshed = False  # whether this step has factorized a tangent of its own
             thin = False
             reason = 0
             culprit = -1
@@ -507,6 +538,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 if culprit != -1:
                     reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                     break
+                refreshed = refreshed or fresh
                 have = True
                 sz, sz_all = _sizes(du, tol, tol_own, tol_fin, tol_own_fin)
                 rate = sz / last if last > 0.0 else np.inf
@@ -527,6 +559,16 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                     break
                 if k > 0 and hold and rate < 1.0 and sz <= 1.0 - rate:
                     break  # at the iteration limit: u_k itself, ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol
+                if (k > 0 and hold and refreshed and n_own > 0 and rate_all > _STALL
+                        and sz_all <= _noise_size(nm, r1, el_body, el_arm, el_owner, el_rot, scale, is_dense, lu_data,
+                                                  ndof, lu_piv, parent, order, sym, tree_work, e_noise, x_noise,
+                                                  tol_fin, tol_own_fin)):
+                    # converged as far as floating point allows: with a tangent of this step the corrections
+                    # no longer shrink, and they are no larger than what the round-off of the joints' rows
+                    # makes through K⁻¹ -- the joints' equations are nearly dependent (a dead point), so
+                    # ε in Φ moves the bodies by ε/σ; u_k is kept (counted: GeneralizedAlpha.n_floor)
+                    counters[3] += 1
+                    break
                 if k == max_it:
                     reason = MAX_ITERATIONS
                     break
@@ -541,6 +583,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                               R, Q, data, r1, q1, R1, T, Om, v1, a1, w1, al1, Ktt, el_res, el_out, K1, scr, cache)
                     culprit = _correction(refresh, is_dense, data, dense_flat, ndof, lu_data, lu_piv, nm, parent,
                                           order, sym, lu_state, dt, R, du, tree_work, counters)
+                    refreshed = True
                     if culprit != -1:
                         reason = NONFINITE_CORRECTION if culprit == -2 else SINGULAR
                         break

@@ -404,3 +404,21 @@ def test_element_owned_unknowns_are_weighed_like_positions_and_their_rows_in_the
     assert stepper._rows_hold(R, nm, scale, tol_own)
     R[6 * nm + 2] = -scale[2] * tol_own[2] * 1.01
     assert not stepper._rows_hold(R, nm, scale, tol_own)
+
+
+@pytest.mark.parametrize("name", ["joint_kinds", "iftomm_a04_bricard", "iftomm_a05_governor", "spatial_linkage"])
+def test_the_dead_point_rule_decides_nothing_away_from_dead_points(name):
+    """docs/newton.md, "Dead points of the joints": a step ends at the round-off floor of the joints' rows
+    only where their equations are nearly dependent (A02's flat passages, tests/verification/test_iftomm.py).
+    Elsewhere that floor is far below the tolerance, and over these examples' whole runs (the Bricard
+    mechanism with its dependent equation removed, the governor, every joint kind) no step stops on it."""
+    sc = load_scenario(str(REPO / "scenarios" / f"{name}.yaml"))
+    if not sc.joints:
+        pytest.skip("no joints")
+    model = Model(sc)
+    ga = GeneralizedAlpha(model, sc.integrator)
+    s = ga.initial_state()
+    n = int(round(min(sc.time.end, 10.0) / sc.time.step))
+    s, taken = ga.advance(s, sc.time.step, n)[:2]
+    assert taken == n
+    assert ga.n_floor == 0
