@@ -33,6 +33,7 @@ Run time: about 10 s in all.
 from __future__ import annotations
 
 import dataclasses
+import re
 import sys
 import warnings
 from functools import lru_cache
@@ -58,6 +59,9 @@ def example(stem):
     return load_scenario(str(SCENARIOS / f"{stem}.yaml"))
 
 
+MESSAGES = {}  # the run's closing message of each simulate() call, by its arguments
+
+
 @lru_cache(maxsize=None)
 def simulate(stem: str, step: float | None = None, end: float | None = None, interval: float | None = None):
     """Frames of an example, with its own settings unless ``step``, ``end`` or ``interval`` are given.
@@ -71,6 +75,7 @@ def simulate(stem: str, step: float | None = None, end: float | None = None, int
         warnings.simplefilter("always", JointWarning)
         summary = run(sc, write=False, keep_frames=True, end=end)
     assert summary.status == "completed", summary.message
+    MESSAGES[(stem, step, end, interval)] = summary.message
     notes = tuple(str(w.message) for w in caught if issubclass(w.category, JointWarning))
     return summary.frames_data, sc, notes
 
@@ -162,7 +167,7 @@ def test_a01_period_tension_and_link_length():
 # ---------------------------------------------------------------------------
 # A02: N four-bar linkages in a row
 # ---------------------------------------------------------------------------
-A02_SPAN = 3.0  # three flat (singular) passages: t = 0.720, 1.241, 2.682 s
+A02_SPAN = 3.0  # three flat (singular) passages: t = 0.722, 1.244, 2.687 s
 
 
 def a02_reference(t, n):
@@ -178,15 +183,20 @@ def test_a02_reference_passes_three_flat_configurations():
     b0 = a02_reference(t, mk.A02_N)
     flat = np.flatnonzero(np.sign(b0[:-1, 1]) != np.sign(b0[1:, 1]))
     assert len(flat) == 3
-    assert t[flat] == pytest.approx([0.720, 1.241, 2.682], abs=2e-3)
+    assert t[flat] == pytest.approx([0.722, 1.244, 2.687], abs=2e-3)
 
 
 def test_a02_four_bars_pass_their_singular_configurations():
     """B0 (the top of rocker 0) through three flat passages within 1e-4 m of the parallelogram
-    branch (measured 4e-5 m at 1 ms; 1.0e-4 m over the example's whole 20 s); the 3N
-    out-of-plane equations found redundant and removed; the joints closed to 1e-9 m."""
+    branch (N = 40 as specified; measured 1.8e-5 m at 1 ms, 1.0e-4 m over the example's whole
+    20 s); the 3N out-of-plane equations found redundant and removed; the joints closed to
+    1e-9 m; total energy constant to 1e-6 of itself.  At the flat passages the joints'
+    equations are nearly dependent and Newton's corrections stall at the round-off floor
+    (docs/newton.md, "Dead points of the joints"): without the rule that recognises it, the run
+    stopped at the second passage (t = 1.24 s), and the message counts the steps it ended."""
     f, sc, notes = simulate("iftomm_a02_four_bars", end=A02_SPAN)
     n = mk.A02_N
+    assert n == 40
     assert len(sc.bodies) == 2 * n + 1 and len(sc.joints) == 3 * n + 1
     assert any(f"{3 * n} redundant joint equations removed" in m for m in notes), notes
     b0 = 2.0 * f["bodies/position"][:, body_index(sc, "rocker00"), :2]  # rocker 0 stands on the origin
@@ -195,7 +205,10 @@ def test_a02_four_bars_pass_their_singular_configurations():
     assert err.max() < 1e-4
     assert np.abs(f["joints/position_error"]).max() < 1e-9
     e = f["energy/kinetic"] + f["energy/potential"]
-    assert np.abs(e - e[0]).max() < 1e-4
+    assert np.abs(e - e[0]).max() < 1e-6 * e[0]
+    message = MESSAGES[("iftomm_a02_four_bars", None, A02_SPAN, None)]
+    floor = re.search(r"(\d+) steps at dead points of the joints", message)
+    assert floor is not None and 0 < int(floor.group(1)) < 50, message
 
 
 # ---------------------------------------------------------------------------
