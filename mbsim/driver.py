@@ -542,8 +542,9 @@ class _Loop:
                     message = (f"completed: {integ.n_steps} steps ({ctl.rejected} rejected), "
                                f"{integ.n_iterations} Newton iterations, t = {s.t:.9g} s")
                     if integ.n_floor:
-                        message += (f"; {integ.n_floor} steps at dead points of the joints (nearly dependent "
-                                    f"equations) converged only as far as floating point allows there")
+                        message += (f"; {integ.n_floor} steps ended at the round-off floor of the joints' "
+                                    f"equations (nearly dependent at a dead point, or far from the origin): "
+                                    f"converged as far as floating point allows")
         except _NonFiniteFrame as exc:
             status, code, failure, message = "failed", EXIT_SOLVER, "nonfinite", str(exc)
         except Interrupted as exc:

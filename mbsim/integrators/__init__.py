@@ -21,8 +21,9 @@ class Integrator(Protocol):
     3. ``n_steps`` and ``n_iterations`` count the steps taken and Newton
        corrections applied; ``timing`` maps phase names to seconds.  A resumed
        run continues them with :meth:`continue_counts`.  ``n_floor`` counts the
-       steps whose iteration ended at the round-off floor of nearly dependent
-       joint equations (dead points; the run's message says so).
+       steps whose iteration ended at the round-off floor of the joints'
+       equations (dead points, joints far from the origin; the run's message
+       says so).
     4. ``initial_state()`` is the :class:`State` at t = 0 (initial
        accelerations included); ``powers(s)`` the dissipated and load powers
        of a state read back from a file.

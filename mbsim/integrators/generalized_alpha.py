@@ -55,7 +55,8 @@ it joins, and their rows must hold in their own units, |Φ| ≤ tol;
 and a correction below :data:`NOISE_SIZE` of the tolerance ends the
 iteration, since the rate measured between such corrections is noise.
 Where the joints' equations are nearly dependent (a dead point), ε in their
-rows moves the bodies by ε/σ: a correction that, with a tangent factorized in
+rows moves the bodies by ε/σ, and far from the origin their round-off ε|x| is
+itself above the tolerance: a correction that, with a tangent factorized in
 the step, shrank by less than 4× and is no larger than the solve of the rows'
 round-off (:func:`mbsim.kernels.stepper._noise_size`) ends the iteration too
 (counted in ``n_floor``, docs/newton.md).
@@ -216,8 +217,8 @@ class GeneralizedAlpha:
     """One generalized-α step of a :class:`Model`, solved by Newton–Raphson.
 
     Counters: ``n_steps``, ``n_iterations`` (Newton corrections applied), ``n_assemblies``,
-    ``n_floor`` (steps whose iteration stopped at the round-off floor of nearly dependent joint
-    equations) and the linear solver's ``nlu``.
+    ``n_floor`` (steps whose iteration stopped at the round-off floor of the joints' equations:
+    docs/newton.md) and the linear solver's ``nlu``.
     """
 
     name = "generalized-alpha"
@@ -234,7 +235,7 @@ class GeneralizedAlpha:
         self.n_steps = 0
         self.n_iterations = 0
         self.n_assemblies = 0
-        self.n_floor = 0  # steps stopped at the round-off floor of nearly dependent joints (a dead point)
+        self.n_floor = 0  # steps ended at the round-off floor of the joints' equations (docs/newton.md)
         # largest principal moment of inertia and longest connector arm |Z| of each moving body
         # (the rotational rows of _tolerances and their round-off)
         nm = model.n_moving

@@ -307,8 +307,9 @@ def _noise_size(nm, r1, el_body, el_arm, owner, rotation, scale, is_dense, lu_da
     unknown weighed, as ``_sizes``' second value): the solve K⁻¹e of a right-hand side that holds, in each
     element-owned row, ε times the magnitudes that cancel in it (k·(|x_A| + |x_B|) for a position row: the
     points' world positions, k for an angle row: unit vectors), with signs of a fixed pseudo-random pattern.
-    Where the joints' equations are nearly dependent (a dead point: THEORY §11) this is what no Newton
-    iteration can get below; elsewhere it is far below the tolerance.  ``e``, ``x``: work arrays (ndof,)."""
+    Where the joints' equations are nearly dependent (a dead point: THEORY §11), or the joints are so far
+    from the origin that ε|x| is above the tolerance, this is what no Newton iteration can get below;
+    elsewhere it is far below the tolerance.  ``e``, ``x``: work arrays (ndof,)."""
     o = 6 * nm
     for i in range(o):
         e[i] = 0.0
@@ -565,8 +566,8 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                                                   tol_fin, tol_own_fin)):
                     # converged as far as floating point allows: with a tangent of this step the corrections
                     # no longer shrink, and they are no larger than what the round-off of the joints' rows
-                    # makes through K⁻¹ -- the joints' equations are nearly dependent (a dead point), so
-                    # ε in Φ moves the bodies by ε/σ; u_k is kept (counted: GeneralizedAlpha.n_floor)
+                    # makes through K⁻¹ (at a dead point ε in Φ moves the bodies by ε/σ; far from the
+                    # origin ε|x| itself exceeds the tolerance); u_k is kept (counted: GeneralizedAlpha.n_floor)
                     counters[3] += 1
                     break
                 if k == max_it:

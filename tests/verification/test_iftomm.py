@@ -192,7 +192,7 @@ def test_a02_four_bars_pass_their_singular_configurations():
     20 s); the 3N out-of-plane equations found redundant and removed; the joints closed to
     1e-9 m; total energy constant to 1e-6 of itself.  At the flat passages the joints'
     equations are nearly dependent and Newton's corrections stall at the round-off floor
-    (docs/newton.md, "Dead points of the joints"): without the rule that recognises it, the run
+    (docs/newton.md, "The joints' round-off floor"): without the rule that recognises it, the run
     stopped at the second passage (t = 1.24 s), and the message counts the steps it ended."""
     f, sc, notes = simulate("iftomm_a02_four_bars", end=A02_SPAN)
     n = mk.A02_N
@@ -207,7 +207,7 @@ def test_a02_four_bars_pass_their_singular_configurations():
     e = f["energy/kinetic"] + f["energy/potential"]
     assert np.abs(e - e[0]).max() < 1e-6 * e[0]
     message = MESSAGES[("iftomm_a02_four_bars", None, A02_SPAN, None)]
-    floor = re.search(r"(\d+) steps at dead points of the joints", message)
+    floor = re.search(r"(\d+) steps ended at the round-off floor of the joints' equations", message)
     assert floor is not None and 0 < int(floor.group(1)) < 50, message
 
 

@@ -407,11 +407,12 @@ def test_element_owned_unknowns_are_weighed_like_positions_and_their_rows_in_the
 
 
 @pytest.mark.parametrize("name", ["joint_kinds", "iftomm_a04_bricard", "iftomm_a05_governor", "spatial_linkage"])
-def test_the_dead_point_rule_decides_nothing_away_from_dead_points(name):
-    """docs/newton.md, "Dead points of the joints": a step ends at the round-off floor of the joints' rows
-    only where their equations are nearly dependent (A02's flat passages, tests/verification/test_iftomm.py).
-    Elsewhere that floor is far below the tolerance, and over these examples' whole runs (the Bricard
-    mechanism with its dependent equation removed, the governor, every joint kind) no step stops on it."""
+def test_the_round_off_floor_of_the_joints_decides_nothing_in_the_examples(name):
+    """docs/newton.md, "The joints' round-off floor": a step ends on the round-off of the joints' rows
+    propagated through K⁻¹ where that is above the tolerance -- nearly dependent equations (A02's flat
+    passages, tests/verification/test_iftomm.py), or joints kilometres from the origin.  In these
+    examples it stays far below the tolerance, and over their whole runs (the Bricard mechanism with its
+    dependent equation removed, the governor, every joint kind) no step stops on it."""
     sc = load_scenario(str(REPO / "scenarios" / f"{name}.yaml"))
     if not sc.joints:
         pytest.skip("no joints")
