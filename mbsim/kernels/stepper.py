@@ -323,7 +323,7 @@ def _noise_size(nm, r1, el_body, el_arm, owner, rotation, scale, is_dense, lu_da
         sign = 1.0 if ((j * 2654435761) >> 15) & 1 else -1.0
         e[o + j] = sign * _EPS * scale[j] * mag
     _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, e, x, tree_work)
-    return _sizes(x, fin, fin_own, fin, fin_own)[1]
+    return _sizes(x, fin, fin_own, fin, fin_own)[0]  # (both of _sizes' values: measured with fin)
 
 
 @njit(cache=True)
@@ -348,7 +348,7 @@ def advance(nsteps, dt, status, *args):
     (in/out); ``gravity`` is unused (the frame quantities are not computed);
     ``lu_state`` = [1 if lu_data holds a factorization, its Δt];
     ``counters`` += [Newton iterations, factorizations, residual evaluations, steps stopped at the
-    round-off floor of nearly dependent joint equations].
+    round-off floor of the joints' equations (_noise_size)].
     Returns the number of steps taken: fewer than ``nsteps`` when a step
     did not converge (the state is then the one before that step).
 
