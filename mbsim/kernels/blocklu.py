@@ -186,6 +186,17 @@ def symbolic(sizes, edges, order=None, last=(), dofs=None, extents=None) -> tupl
         place(i, j)
         return offsets[i, j][1]
 
+    # laid out in elimination order, each pivot's diagonal block followed by its L and U blocks: the
+    # forward substitution then reads the storage in one ascending sweep and the backward one in one
+    # descending sweep (the order of the blocks in memory is what the hardware prefetches; at 10 000 links
+    # the 20 MB of factors are read from memory in every solve)
+    for k, nbrs in zip(order, later):
+        place(k, k)
+        for i in nbrs:
+            place(i, k)
+    for k, nbrs in zip(order[::-1], later[::-1]):
+        for i in nbrs:
+            place(k, i)
     diag = [place(k, k) for k in range(nb)]
     lblk, lik, uki, lptr, lrows, ucols = [], [], [], [0], [], []
     ui, uj, oik, okj, oij, uptr, urows, ucols2, ldij = [], [], [], [], [], [0], [], [], []
