@@ -543,7 +543,7 @@ class _Loop:
                                f"{integ.n_iterations} Newton iterations, t = {s.t:.9g} s")
                     if integ.n_floor:
                         message += (f"; {integ.n_floor} steps ended at the round-off floor of the joints' "
-                                    f"equations (nearly dependent at a dead point, or far from the origin): "
+                                    f"equations (nearly dependent: a dead point): "
                                     f"converged as far as floating point allows")
         except _NonFiniteFrame as exc:
             status, code, failure, message = "failed", EXIT_SOLVER, "nonfinite", str(exc)

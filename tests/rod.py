@@ -28,7 +28,7 @@ _ZA, _ZB, _L = offsets(FIELDS)
 
 
 @njit(cache=False)
-def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
         data, scr, cache):
     direct = pos.shape[0] > 0
     for e in range(lo, hi):

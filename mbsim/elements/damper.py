@@ -48,7 +48,7 @@ def _B(g, z1, T, a, w1, consistent, S, o, tmp):
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
         data, scr, cache):
     """``f = ε_c (v_pt,B,α − v_pt,A,α)`` on A, no moment, for instances ``lo … hi−1``; axial:
     ``f = ε_c (e·Δv) e`` with ``e = c/|c|``, ``c = x_B,α − x_A,α`` (the spring's line) and ``Δv`` that

@@ -26,22 +26,22 @@ MODES = {None: 0, "consistent": 1, "seed": 2, "acceleration": -1, "velocity": -2
 # Jacobian); the other kinds are not called.  Modes 0-2 with α_f < 1 read it
 
 # The arguments every law takes, in order (the contract of docs/develop.md, item 5).
-LAW_ARGUMENTS = ("lo", "hi", "body", "p", "first", "lam", "scale", "target", "af", "g", "mode", "r1", "rn", "R1", "Rn", "v1", "vn", "w1", "wn",
+LAW_ARGUMENTS = ("lo", "hi", "body", "p", "first", "lam", "scale", "target", "af", "g", "mode", "r1", "rn", "dr", "R1", "Rn", "v1", "vn", "w1", "wn",
                  "T", "Om", "res", "K", "out", "pos", "data", "scr", "cache")
 
 
-def law(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+def law(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
         pos, data, scr, cache):
     """The law of kind id ``kind`` on instances ``lo … hi−1``; returns the first instance it finds
     undefined, or −1."""
     cls = registry.ELEMENTS[kind]
     if mode == PREPARE and not cls.prepares:
         return -1
-    return cls.law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K,
+    return cls.law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K,
                    out, pos, data, scr, cache)
 
 
-def _compiled_switch(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om,
+def _compiled_switch(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om,
                      res, K, out, pos, data, scr, cache):
     """numba's implementation of :func:`law`: a chain of direct calls, generated from the registry."""
     names = ", ".join(LAW_ARGUMENTS)
@@ -66,7 +66,7 @@ def _register_switch():
 
 
 @njit(cache=True)
-def evaluate(start, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def evaluate(start, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
              data, scr, cache):
     """Every element instance: residual rows into ``res`` (n, W), outputs into ``out`` (n, N_OUT), and
     with ``mode`` its tangent blocks into ``K`` (n, W, W), or, given scatter positions ``pos``
@@ -80,7 +80,7 @@ def evaluate(start, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1,
     for kind in range(start.shape[0] - 1):
         lo, hi = start[kind], start[kind + 1]
         if hi > lo:
-            f = law(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+            f = law(kind, lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
                     pos, data, scr, cache)
             if f >= 0 and failed < 0:
                 failed = f
@@ -105,9 +105,18 @@ def evaluate_at(el: Elements, kin, tangent=None, lam=None, scale=None, target=No
     K = np.zeros((n, w, w) if tangent is not None else (1, w, w))
     T, Om = (kin.T, kin.Omega) if kin.T is not None else (_UNUSED, _UNUSED)
     nopos, scr, cache = np.zeros((0, w * w), np.int32), np.empty(SCRATCH), np.zeros((n, 12 * (w - 12)))
+    # the positions' increments over the step: the solver's own (kin.dr) when given, else r1 − rn
+    if kin.dr is not None:
+        dr = np.ascontiguousarray(kin.dr, dtype=float)
+    elif kin.r1 is kin.rn:
+        dr = np.zeros((0, 3))  # one state
+    else:
+        dr = np.ascontiguousarray(kin.r1 - kin.rn, dtype=float)
     if kin.alpha_f < 1.0:  # the step's constants first, as the step does
         evaluate(el.start, el.body, el.data, el.first, lam, scale, target, kin.alpha_f, kin.g, PREPARE, kin.rn, kin.rn,
-                 kin.Rn, kin.Rn, kin.vn, kin.vn, kin.wn, kin.wn, T, Om, res, K, out, nopos, _NODATA, scr, cache)
+                 np.zeros((0, 3)), kin.Rn, kin.Rn, kin.vn, kin.vn, kin.wn, kin.wn, T, Om, res, K, out, nopos, _NODATA,
+                 scr, cache)
     failed = evaluate(el.start, el.body, el.data, el.first, lam, scale, target, kin.alpha_f, kin.g, MODES[tangent], kin.r1,
-                      kin.rn, kin.R1, kin.Rn, kin.v1, kin.vn, kin.w1, kin.wn, T, Om, res, K, out, nopos, _NODATA, scr, cache)
+                      kin.rn, dr, kin.R1, kin.Rn, kin.v1, kin.vn, kin.w1, kin.wn, T, Om, res, K, out, nopos, _NODATA, scr,
+                      cache)
     return ElementEval(residual=res, tangent=K if tangent is not None else None, out=out, failed=int(failed))

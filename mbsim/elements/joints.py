@@ -109,9 +109,12 @@ def _material(p, e, c, R, b):
 
 
 @njit(cache=True)
-def _state(p, e, R, r, a, b):
+def _state(p, e, R, r, inc, a, b):
     """Everything the rows of instance e need of one state, as tuples: z_A, z_B, d = x_B − x_A and the
-    joint's triads ``(n, u, w)`` of A and of B in the world frame.
+    joint's triads ``(n, u, w)`` of A and of B in the world frame.  d is formed as
+    ``((r_B − r_A) + inc) + (z_B − z_A)``, with ``r`` the positions at t_n and ``inc`` the step's increments
+    d_B − d_A (zero at one state): its round-off is then that of the distance between the points, not
+    that of their distance from the origin (docs/newton.md).
 
     The helpers below take these values, never the state arrays: a compiled function that takes an
     array pays two atomic reference-count updates per array per call unless numba can prove them
@@ -119,7 +122,8 @@ def _state(p, e, R, r, a, b):
     five rows cost 176 ns per joint through such a helper, 24 ns through this one)."""
     zA = _material(p, e, _ZA, R, a)
     zB = _material(p, e, _ZB, R, b)
-    d = (r[b, 0] + zB[0] - r[a, 0] - zA[0], r[b, 1] + zB[1] - r[a, 1] - zA[1], r[b, 2] + zB[2] - r[a, 2] - zA[2])
+    d = (((r[b, 0] - r[a, 0]) + inc[0]) + (zB[0] - zA[0]), ((r[b, 1] - r[a, 1]) + inc[1]) + (zB[1] - zA[1]),
+         ((r[b, 2] - r[a, 2]) + inc[2]) + (zB[2] - zA[2]))
     TA = (_material(p, e, _NA, R, a), _material(p, e, _UA, R, a), _material(p, e, _WA, R, a))
     TB = (_material(p, e, _NB, R, b), _material(p, e, _UB, R, b), _material(p, e, _WB, R, b))
     return zA, zB, d, TA, TB
@@ -309,22 +313,28 @@ def _columns(K, ke, i, k, G, H):
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
         pos, data, scr, cache):
     direct = pos.shape[0] > 0
     w = res.shape[1]
     c1 = 1.0 - af
     prepare = mode == PREPARE
     constrained = mode == _ACCELERATION or mode == _VELOCITY
+    steps = dr.shape[0] > 0  # an iterate of a step (r1 = rn + dr rounded), not one state
     for e in range(lo, hi):
         a, b = body[e, 0], body[e, 1]
         m = int(p[e, _ROWS])
         L = p[e, _L]
         ke = 0 if direct else e
         if prepare:  # G(q_n) of every row, for the step: cache[e, 12 i : 12 i + 12] = [g_rA, g_θA, g_rB, g_θB]
-            zA, zB, d, TA, TB = _state(p, e, Rn, rn, a, b)
+            zA, zB, d, TA, TB = _state(p, e, Rn, rn, (0.0, 0.0, 0.0), a, b)
         else:
-            zA, zB, d, TA, TB = _state(p, e, R1, r1, a, b)
+            if steps:  # x_B − x_A from the positions at t_n and the step's increments (not from r1: far from the
+                # origin r1 rounds by ε|r1|, which Newton cannot get below: docs/newton.md)
+                zA, zB, d, TA, TB = _state(p, e, R1, rn, (dr[b, 0] - dr[a, 0], dr[b, 1] - dr[a, 1],
+                                                          dr[b, 2] - dr[a, 2]), a, b)
+            else:
+                zA, zB, d, TA, TB = _state(p, e, R1, r1, (0.0, 0.0, 0.0), a, b)
             if mode != NONE:  # the block of the bodies and this instance's own unknowns (the rest: unused)
                 for r_ in range(12 + m):
                     for q in range(12 + m):

@@ -17,7 +17,7 @@ _ZA, _ZB, _K, _L0 = offsets(FIELDS)
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
         data, scr, cache):
     """``f = k (1 − L0/L) c`` on A with ``c = x_B,α − x_A,α`` (zero-length: ``f = k c``) for instances
     ``lo … hi−1``; returns the first with L0 > 0 collapsed to L = 0 (no direction), or −1."""

@@ -17,7 +17,7 @@ _E, _CHI, _C0, _C1 = offsets(FIELDS)
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
+def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
         data, scr, cache):
     """Pure moment ``m = χ_r P (ω_B,α − ω_A,α)`` on A, P = c0 I + c1 n⊗n with the axis n turning with
     body A, for instances ``lo … hi−1``; returns −1 (defined at every state).

@@ -22,7 +22,7 @@ class Integrator(Protocol):
        corrections applied; ``timing`` maps phase names to seconds.  A resumed
        run continues them with :meth:`continue_counts`.  ``n_floor`` counts the
        steps whose iteration ended at the round-off floor of the joints'
-       equations (dead points, joints far from the origin; the run's message
+       equations (nearly dependent at a dead point; the run's message
        says so).
     4. ``initial_state()`` is the :class:`State` at t = 0 (initial
        accelerations included); ``powers(s)`` the dissipated and load powers

@@ -55,8 +55,7 @@ it joins, and their rows must hold in their own units, |Φ| ≤ tol;
 and a correction below :data:`NOISE_SIZE` of the tolerance ends the
 iteration, since the rate measured between such corrections is noise.
 Where the joints' equations are nearly dependent (a dead point), ε in their
-rows moves the bodies by ε/σ, and far from the origin their round-off ε|x| is
-itself above the tolerance: a correction that, with a tangent factorized in
+rows moves the bodies by ε/σ, above the tolerance: a correction that, with a tangent factorized in
 the step, shrank by less than 4× and is no larger than the solve of the rows'
 round-off (:func:`mbsim.kernels.stepper._noise_size`) ends the iteration too
 (counted in ``n_floor``, docs/newton.md).
@@ -345,7 +344,7 @@ class GeneralizedAlpha:
         kb.kinematics(d, th, s.q, s.r, s.v, s.a, s.w, s.al, ctx.dt, ctx.c_a, ctx.g, p.gamma, ctx.a_pred,
                       ctx.w_pred, ctx.al_pred, r1, q1, R1, T, Om, v1, a1, w1, al1, True)
         kin = Kinematics(alpha_f=p.alpha_f, R1=R1, Rn=ctx.Rn, r1=r1, rn=s.r, v1=v1, vn=s.v, w1=w1, wn=s.w,
-                         g=ctx.g, T=T, Omega=Om)
+                         g=ctx.g, T=T, Omega=Om, dr=np.ascontiguousarray(d, dtype=float))
         R, Q = np.zeros(asm.ndof), np.zeros(asm.ndof)  # the rows of own unknowns: the elements' alone
         Ktt = np.empty((nm, 3, 3)) if tangent is not None else np.empty((1, 3, 3))
         kb.residual(nm, m.mass, m.inertia, R1, ctx.Rn, T, a1, s.a, w1, al1, ctx.F_ext[None], ctx.M_ext[None], 0,

@@ -89,7 +89,7 @@ def _evaluate(mode, nm, af, am, gamma, dt, c_a, g, d, th, s_r, s_q, s_v, s_a, s_
     if mode != 0:
         data[:] = 0.0
         kb.scatter_bodies(body_pos, krr, Ktt, data)
-    failed = engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, target, af, g, mode, r1, s_r, R1, Rn, v1, s_v,
+    failed = engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, target, af, g, mode, r1, s_r, d, R1, Rn, v1, s_v,
                              w1, s_w, T, Om, el_res, K1, el_out, el_pos, data, scr, cache)
     kb.scatter_residual(el_dofs, el_res, R, Q)
     return failed
@@ -110,8 +110,8 @@ def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el
             force[c, j] = 0.0
             moment[c, j] = 0.0
         length[c] = np.nan
-    engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, target, 1.0, 0.0, no_tangent, r, r, R, R, v, v,
-                    w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
+    engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, target, 1.0, 0.0, no_tangent, r, r,
+                    np.zeros((0, 3)), R, R, v, v, w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
     energy, power = 0.0, 0.0
     for e in range(el_index.shape[0]):
         c = el_index[e]
@@ -140,12 +140,13 @@ def _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first
     _rotations(q, R)
     no_tangent = 0 * r.shape[0]  # a run-time int64, as in _single_state
     power = 0.0
+    nodr = np.zeros((0, 3))  # one state: no increments (mbsim.elements.engine.LAW_ARGUMENTS)
     for kind in range(el_start.shape[0] - 1):
         lo, hi = el_start[kind], el_start[kind + 1]
         if hi == lo or el_joint[lo]:
             continue
-        engine.law(kind, lo, hi, el_body, el_data, el_first, lam, scale, target, 1.0, 0.0, no_tangent, r, r, R, R, v, v,
-                   w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
+        engine.law(kind, lo, hi, el_body, el_data, el_first, lam, scale, target, 1.0, 0.0, no_tangent, r, r, nodr, R, R,
+                   v, v, w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
         for e in range(lo, hi):
             power += el_out[e, POWER]
     return power
@@ -301,15 +302,16 @@ def _sizes(du, tol, tol_own, fin, fin_own):
 
 
 @njit(cache=True)
-def _noise_size(nm, r1, el_body, el_arm, owner, rotation, scale, is_dense, lu_data, ndof, piv_flat, parent, order, sym,
-                tree_work, e, x, fin, fin_own):
+def _noise_size(nm, r1, d, el_body, el_arm, owner, rotation, scale, is_dense, lu_data, ndof, piv_flat, parent, order,
+                sym, tree_work, e, x, fin, fin_own):
     """How large a correction the round-off of the joints' rows alone makes, in units of the tolerance (every
     unknown weighed, as ``_sizes``' second value): the solve K⁻¹e of a right-hand side that holds, in each
-    element-owned row, ε times the magnitudes that cancel in it (k·(|x_A| + |x_B|) for a position row: the
-    points' world positions, k for an angle row: unit vectors), with signs of a fixed pseudo-random pattern.
-    Where the joints' equations are nearly dependent (a dead point: THEORY §11), or the joints are so far
-    from the origin that ε|x| is above the tolerance, this is what no Newton iteration can get below;
-    elsewhere it is far below the tolerance.  ``e``, ``x``: work arrays (ndof,)."""
+    element-owned row, ε times the magnitudes that cancel in it (k·(|r_B − r_A| + |d_A| + |d_B| + |z_A| + |z_B|)
+    for a position row, formed from the positions at t_n, the step's increments d and the arms z: see
+    mbsim.elements.joints._state; k for an angle row: unit vectors), with signs of a fixed pseudo-random
+    pattern.  Where the joints' equations are nearly dependent (a dead point: THEORY §11) this is what no
+    Newton iteration can get below; elsewhere it is far below the tolerance.  ``e``, ``x``: work arrays
+    (ndof,)."""
     o = 6 * nm
     for i in range(o):
         e[i] = 0.0
@@ -317,9 +319,10 @@ def _noise_size(nm, r1, el_body, el_arm, owner, rotation, scale, is_dense, lu_da
         el = owner[j]
         mag = 1.0
         if rotation[j] == 0:
-            mag = 0.0
+            ia, ib = el_body[el, 0], el_body[el, 1]
+            mag = np.sqrt((r1[ib, 0] - r1[ia, 0]) ** 2 + (r1[ib, 1] - r1[ia, 1]) ** 2 + (r1[ib, 2] - r1[ia, 2]) ** 2)
             for side in range(2):
-                mag += _n3(r1, el_body[el, side]) + el_arm[el, side]
+                mag += _n3(d, el_body[el, side]) + el_arm[el, side]
         sign = 1.0 if ((j * 2654435761) >> 15) & 1 else -1.0
         e[o + j] = sign * _EPS * scale[j] * mag
     _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, e, x, tree_work)
@@ -418,6 +421,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
     el_res, el_out, K1, dummy, nopos, nodata, scr, cache = _work(n_el, el_dofs.shape[1])
     du = np.empty(ndof); tree_work = np.empty(max(18 * nm, ndof))
     e_noise = np.empty(ndof); x_noise = np.empty(ndof)
+    nodr = np.zeros((0, 3))  # the increments of a single state (PREPARE): none
     lam1 = np.empty(n_own); scale = np.empty(n_own); tol_own = np.empty(n_own); tol_own_fin = np.empty(n_own)
     for j in range(n_own):
         scale[j] = el_ref[j] * c_a  # k = m_ref/(βΔt²) or J_ref/(βΔt²)
@@ -441,7 +445,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             _rotations(q, Rn)
             if cache.shape[1] > 0:  # the elements' own (a joint's G(q_n)): mbsim.elements.engine.PREPARE
                 engine.evaluate(el_start, el_body, el_data, el_first, lam, scale, TG[f, step + 1, 0], af, g, kc.PREPARE, r,
-                                r, Rn, Rn, v, v, w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
+                                r, nodr, Rn, Rn, v, v, w, w, dummy, dummy, el_res, K1, el_out, nopos, nodata, scr, cache)
             for i in range(n_all):
                 for j in range(3):
                     a_pred[i, j] = -v[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * a[i, j]
@@ -561,13 +565,13 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 if k > 0 and hold and rate < 1.0 and sz <= 1.0 - rate:
                     break  # at the iteration limit: u_k itself, ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol
                 if (k > 0 and hold and refreshed and n_own > 0 and rate_all > _STALL
-                        and sz_all <= _noise_size(nm, r1, el_body, el_arm, el_owner, el_rot, scale, is_dense, lu_data,
+                        and sz_all <= _noise_size(nm, r1, d, el_body, el_arm, el_owner, el_rot, scale, is_dense, lu_data,
                                                   ndof, lu_piv, parent, order, sym, tree_work, e_noise, x_noise,
                                                   tol_fin, tol_own_fin)):
                     # converged as far as floating point allows: with a tangent of this step the corrections
                     # no longer shrink, and they are no larger than what the round-off of the joints' rows
-                    # makes through K⁻¹ (at a dead point ε in Φ moves the bodies by ε/σ; far from the
-                    # origin ε|x| itself exceeds the tolerance); u_k is kept (counted: GeneralizedAlpha.n_floor)
+                    # makes through K⁻¹ (at a dead point ε in Φ moves the bodies by ε/σ); u_k is kept
+                    # (counted: GeneralizedAlpha.n_floor)
                     counters[3] += 1
                     break
                 if k == max_it:
@@ -730,8 +734,8 @@ def _constrained(mode, nm, r, q, v, w, mass, Jb, F, M, target, el_start, el_body
         Q[j] = 0.0
     data[:] = 0.0
     kb.scatter_bodies(body_pos, krr, Jw, data)
-    engine.evaluate(el_start, el_body, el_data, el_first, lam, el_ref, target, 1.0, 0.0, mode, r, r, Rm, Rm, v, v, w,
-                    w, dummy, dummy, el_res, K1, el_out, el_pos, data, scr, cache)
+    engine.evaluate(el_start, el_body, el_data, el_first, lam, el_ref, target, 1.0, 0.0, mode, r, r, np.zeros((0, 3)),
+                    Rm, Rm, v, v, w, w, dummy, dummy, el_res, K1, el_out, el_pos, data, scr, cache)
     kb.scatter_residual(el_dofs, el_res, R, Q)
     for i in range(nm):
         L = kc.mv(Jw, i, kc.row(w, i, 0))  # J ω

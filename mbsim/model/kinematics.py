@@ -38,6 +38,10 @@ class Kinematics:
         T(θ) with θ the Cayley step vector (THEORY §3); None for a single state.
     Omega : (n_all, 3, 3) or None
         Ω = g T(θ) − ω̂' so that Dω' = Ω Δθ (THEORY §4).
+    dr : (n_all, 3) or None
+        The positions' increments over the step as the solver holds them (its unknowns d:
+        ``r1`` is ``rn + dr`` rounded); ``r1 − rn`` when None.  The joints form the distance
+        between their points from ``rn`` and ``dr`` (docs/newton.md, far from the origin).
     """
 
     alpha_f: float
@@ -52,6 +56,7 @@ class Kinematics:
     g: float = 0.0
     T: Optional[np.ndarray] = None
     Omega: Optional[np.ndarray] = None
+    dr: Optional[np.ndarray] = None
 
     @classmethod
     def at_state(cls, r, q, v, w) -> "Kinematics":

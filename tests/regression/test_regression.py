@@ -125,9 +125,9 @@ from tests.regression import test_regression as tr
 
 def mutant(law):
     @njit(cache=False)
-    def wrong(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
+    def wrong(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
               pos, data, scr, cache):
-        failed = law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, R1, Rn, v1, vn, w1, wn, T, Om, res, K,
+        failed = law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K,
                      out, pos, data, scr, cache)
         if mode == PREPARE:  # the step's constants: the law wrote nothing else
             return failed

@@ -109,7 +109,7 @@ R = np.tile(np.eye(3), (2, 1, 1)); r = np.array([[0., 0, 0], [1., 0, 0]])
 p = np.zeros((1, 8)); p[0, 6] = 5.0  # arms 0, k = 5, L0 = 0: f = k (x_B - x_A) = (5, 0, 0)
 res, K, out = np.zeros((1, 12)), np.zeros((1, 12, 12)), np.zeros((1, 11))
 Spring.law(0, 1, np.array([[0, 1]]), p, np.zeros(1, np.int64), np.zeros(0), np.zeros(0), np.zeros(0), 1.0, 0.0, 0,
-           r, r, R, R,
+           r, r, np.zeros((0, 3)), R, R,
            r, r, r, r, R, R, res, K, out, np.zeros((0, 144), np.int32), np.zeros(0), np.empty(SCRATCH),
            np.zeros((1, 0)))
 print(res[0, 0], sum(Spring.law.dispatcher.stats.cache_hits.values()))
