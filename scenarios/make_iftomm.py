@@ -136,7 +136,7 @@ A02_HEADER = """\
 # smallest singular value of the constraint Jacobian), ~1e-10 m here, and
 # Newton's corrections cannot get below that.  mbsim's stopping test
 # recognises this floor (docs/newton.md, "The joints' round-off floor") and
-# the run's message counts the steps it ended: 33 of the 20000.  Before that
+# the run's message counts the steps it ended: 10 of the 20000.  Before that
 # rule every run of N = 40 stopped at the first or second passage.
 # `python scenarios/make_iftomm.py a02 --n 10 -o /tmp` writes a smaller case.
 #
