@@ -133,11 +133,12 @@ A02_HEADER = """\
 #
 # At a flat passage the joints' equations are nearly dependent: an error of
 # epsilon in a joint's row moves the links by epsilon/sigma (sigma the
-# smallest singular value of the constraint Jacobian), ~1e-10 m here, and
-# Newton's corrections cannot get below that.  mbsim's stopping test
-# recognises this floor (docs/newton.md, "The joints' round-off floor") and
-# the run's message counts the steps it ended: 10 of the 20000.  Before that
-# rule every run of N = 40 stopped at the first or second passage.
+# smallest singular value of the constraint Jacobian), and where that is
+# above the tolerance Newton's corrections cannot get below it.  mbsim's
+# stopping test recognises this floor (docs/newton.md, "The joints'
+# round-off floor") and the run's message counts the steps it ended: 2 of
+# the 20000 at 1 ms; at 0.25 ms (a tolerance 16 times tighter) 8 in the
+# first 1.4 s, where without the rule the run fails at the second passage.
 # `python scenarios/make_iftomm.py a02 --n 10 -o /tmp` writes a smaller case.
 #
 # How close mbsim gets (step 1 ms): B0 within 1.0e-4 m of the reference over

@@ -108,6 +108,8 @@ def evaluate_at(el: Elements, kin, tangent=None, lam=None, scale=None, target=No
     # the positions' increments over the step: the solver's own (kin.dr) when given, else r1 − rn
     if kin.dr is not None:
         dr = np.ascontiguousarray(kin.dr, dtype=float)
+        if dr.shape != kin.r1.shape:  # every body's, fixed ones (0) included: the laws index it by body
+            raise ValueError(f"dr has shape {dr.shape}, the positions {kin.r1.shape}")
     elif kin.r1 is kin.rn:
         dr = np.zeros((0, 3))  # one state
     else:

@@ -112,9 +112,14 @@ def _material(p, e, c, R, b):
 def _state(p, e, R, r, inc, a, b):
     """Everything the rows of instance e need of one state, as tuples: z_A, z_B, d = x_B − x_A and the
     joint's triads ``(n, u, w)`` of A and of B in the world frame.  d is formed as
-    ``((r_B − r_A) + inc) + (z_B − z_A)``, with ``r`` the positions at t_n and ``inc`` the step's increments
-    d_B − d_A (zero at one state): its round-off is then that of the distance between the points, not
-    that of their distance from the origin (docs/newton.md).
+    ``(((r_B − r_A) − z_A) + z_B) + inc`` (or with z_B first where it is the longer arm), with ``r`` the
+    positions at t_n and ``inc`` the step's increments d_B − d_A (zero at one state): what cancels then
+    cancels first, and within the step's Newton iteration it does not change -- r_B − r_A of two bodies
+    side by side (exact: Sterbenz), and that against the longer arm (for a joint to ``world``, r = 0 and
+    z the joint's point itself, 10 km out if the mechanism is).  What varies from iterate to iterate, the
+    shorter arm and the increments, is added to a sum of their own size, so that the round-off of d is ε
+    times the arms and increments, not ε times the points' distance from the origin (docs/newton.md,
+    "Joints far from the origin").
 
     The helpers below take these values, never the state arrays: a compiled function that takes an
     array pays two atomic reference-count updates per array per call unless numba can prove them
@@ -122,8 +127,13 @@ def _state(p, e, R, r, inc, a, b):
     five rows cost 176 ns per joint through such a helper, 24 ns through this one)."""
     zA = _material(p, e, _ZA, R, a)
     zB = _material(p, e, _ZB, R, b)
-    d = (((r[b, 0] - r[a, 0]) + inc[0]) + (zB[0] - zA[0]), ((r[b, 1] - r[a, 1]) + inc[1]) + (zB[1] - zA[1]),
-         ((r[b, 2] - r[a, 2]) + inc[2]) + (zB[2] - zA[2]))
+    ZA, ZB = row(p, e, _ZA), row(p, e, _ZB)  # (the material arms: the same choice at every iterate)
+    if ZA[0] * ZA[0] + ZA[1] * ZA[1] + ZA[2] * ZA[2] >= ZB[0] * ZB[0] + ZB[1] * ZB[1] + ZB[2] * ZB[2]:
+        d = ((((r[b, 0] - r[a, 0]) - zA[0]) + zB[0]) + inc[0], (((r[b, 1] - r[a, 1]) - zA[1]) + zB[1]) + inc[1],
+             (((r[b, 2] - r[a, 2]) - zA[2]) + zB[2]) + inc[2])
+    else:
+        d = ((((r[b, 0] - r[a, 0]) + zB[0]) - zA[0]) + inc[0], (((r[b, 1] - r[a, 1]) + zB[1]) - zA[1]) + inc[1],
+             (((r[b, 2] - r[a, 2]) + zB[2]) - zA[2]) + inc[2])
     TA = (_material(p, e, _NA, R, a), _material(p, e, _UA, R, a), _material(p, e, _WA, R, a))
     TB = (_material(p, e, _NB, R, b), _material(p, e, _UB, R, b), _material(p, e, _WB, R, b))
     return zA, zB, d, TA, TB

@@ -133,14 +133,13 @@ def _single_state(r, q, v, w, el_start, el_body, el_data, el_index, el_joint, el
 
 @njit(cache=True)
 def _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first, lam, scale, target, R, el_res, el_out, K1,
-                      dummy, nopos, nodata, scr, cache):
+                      dummy, nodr, nopos, nodata, scr, cache):
     """The power the connectors dissipate at one state (the energy integral of every step): the
     laws of the kinds that are not joints only -- an ideal joint does no work (its POWER is 0), and
     its law is the costliest, so a jointed chain would evaluate it once more per step for nothing."""
     _rotations(q, R)
     no_tangent = 0 * r.shape[0]  # a run-time int64, as in _single_state
     power = 0.0
-    nodr = np.zeros((0, 3))  # one state: no increments (mbsim.elements.engine.LAW_ARGUMENTS)
     for kind in range(el_start.shape[0] - 1):
         lo, hi = el_start[kind], el_start[kind + 1]
         if hi == lo or el_joint[lo]:
@@ -302,14 +301,14 @@ def _sizes(du, tol, tol_own, fin, fin_own):
 
 
 @njit(cache=True)
-def _noise_size(nm, r1, d, el_body, el_arm, owner, rotation, scale, is_dense, lu_data, ndof, piv_flat, parent, order,
+def _noise_size(nm, d, el_body, el_arm, owner, rotation, scale, is_dense, lu_data, ndof, piv_flat, parent, order,
                 sym, tree_work, e, x, fin, fin_own):
     """How large a correction the round-off of the joints' rows alone makes, in units of the tolerance (every
     unknown weighed, as ``_sizes``' second value): the solve K⁻¹e of a right-hand side that holds, in each
-    element-owned row, ε times the magnitudes that cancel in it (k·(|r_B − r_A| + |d_A| + |d_B| + |z_A| + |z_B|)
-    for a position row, formed from the positions at t_n, the step's increments d and the arms z: see
-    mbsim.elements.joints._state; k for an angle row: unit vectors), with signs of a fixed pseudo-random
-    pattern.  Where the joints' equations are nearly dependent (a dead point: THEORY §11) this is what no
+    element-owned row, ε times the magnitudes that change from iterate to iterate in it (for a position row,
+    formed by mbsim.elements.joints._state: k·(2 z_short + z_long + |d_A| + |d_B|), z_short and z_long the
+    lengths of the shorter and the longer arm, z_long left out when its body is fixed, and d the step's
+    increments; k for an angle row: unit vectors), with signs of a fixed pseudo-random pattern.  Where the joints' equations are nearly dependent (a dead point: THEORY §11) this is what no
     Newton iteration can get below; elsewhere it is far below the tolerance.  ``e``, ``x``: work arrays
     (ndof,)."""
     o = 6 * nm
@@ -319,10 +318,10 @@ def _noise_size(nm, r1, d, el_body, el_arm, owner, rotation, scale, is_dense, lu
         el = owner[j]
         mag = 1.0
         if rotation[j] == 0:
-            ia, ib = el_body[el, 0], el_body[el, 1]
-            mag = np.sqrt((r1[ib, 0] - r1[ia, 0]) ** 2 + (r1[ib, 1] - r1[ia, 1]) ** 2 + (r1[ib, 2] - r1[ia, 2]) ** 2)
+            s_ = 1 if el_arm[el, 0] >= el_arm[el, 1] else 0  # the shorter arm's side (as _state decides)
+            mag = 2.0 * el_arm[el, s_] + (el_arm[el, 1 - s_] if el_body[el, 1 - s_] < nm else 0.0)
             for side in range(2):
-                mag += _n3(d, el_body[el, side]) + el_arm[el, side]
+                mag += _n3(d, el_body[el, side])
         sign = 1.0 if ((j * 2654435761) >> 15) & 1 else -1.0
         e[o + j] = sign * _EPS * scale[j] * mag
     _solve(is_dense, lu_data, ndof, piv_flat, nm, parent, order, sym, e, x, tree_work)
@@ -565,7 +564,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
                 if k > 0 and hold and rate < 1.0 and sz <= 1.0 - rate:
                     break  # at the iteration limit: u_k itself, ‖u_k − u*‖ ≤ ‖Δu_k‖/(1 − ρ) ≤ tol
                 if (k > 0 and hold and refreshed and n_own > 0 and rate_all > _STALL
-                        and sz_all <= _noise_size(nm, r1, d, el_body, el_arm, el_owner, el_rot, scale, is_dense, lu_data,
+                        and sz_all <= _noise_size(nm, d, el_body, el_arm, el_owner, el_rot, scale, is_dense, lu_data,
                                                   ndof, lu_piv, parent, order, sym, tree_work, e_noise, x_noise,
                                                   tol_fin, tol_own_fin)):
                     # converged as far as floating point allows: with a tangent of this step the corrections
@@ -640,7 +639,7 @@ def run(nframes, spf, frames, dt, r, q, v, a, w, al, a_prev, al_prev, prev_dt, e
             prev_dt[1] = prev_dt[0]
             prev_dt[0] = dt
             pd = _dissipated_power(r, q, v, w, el_start, el_body, el_data, el_joint, el_first, lam, scale,
-                                   TG[f, step + 1, 0], Rn, el_res, el_out, K1, dummy, nopos, nodata, scr, cache)
+                                   TG[f, step + 1, 0], Rn, el_res, el_out, K1, dummy, nodr, nopos, nodata, scr, cache)
             pe = 0.0
             for i in range(n_all):
                 for j in range(3):

@@ -424,13 +424,14 @@ def test_the_round_off_floor_of_the_joints_decides_nothing_in_the_examples(name)
     assert ga.n_floor == 0
 
 
-def _chain_at(offset: float, n: int = 6, steps: int = 300) -> dict:
+def _chain_at(offset: float, n: int = 6, steps: int = 300, hung_from: str = "base") -> dict:
     """A 3D chain of ``n`` revolute links (axes alternating between y and x, unit links along x) hung
-    from a fixed base at x = ``offset``, released horizontal under gravity (benchmarks/joint_chain.py)."""
-    bodies = [{"name": "base", "fixed": True, "position": [offset, 0.0, 0.0]}]
+    from a fixed base at x = ``offset`` (or from ``world``, the joint's point then ``offset`` out),
+    released horizontal under gravity (benchmarks/joint_chain.py)."""
+    bodies = [{"name": "base", "fixed": True, "position": [offset, 0.0, 0.0]}] if hung_from == "base" else []
     bodies += [{"name": f"b{i}", "mass": 1.0, "inertia": [0.01, 0.02, 0.03], "position": [offset + i, 0.0, 0.0]}
                for i in range(1, n + 1)]
-    joints = [{"name": f"j{i}", "type": "revolute", "bodies": ["base" if i == 1 else f"b{i - 1}", f"b{i}"],
+    joints = [{"name": f"j{i}", "type": "revolute", "bodies": [hung_from if i == 1 else f"b{i - 1}", f"b{i}"],
                "point": [offset + i - 0.5, 0.0, 0.0], "axis": [0.0, 1.0, 0.0] if i % 2 else [1.0, 0.0, 0.0]}
               for i in range(1, n + 1)]
     return {"mbsim": 1, "name": f"chain-at-{offset:g}", "gravity": [0.0, 0.0, -9.81],
@@ -438,24 +439,35 @@ def _chain_at(offset: float, n: int = 6, steps: int = 300) -> dict:
             "output": {"interval": steps * 1e-3}, "bodies": bodies, "joints": joints}
 
 
-def test_joints_far_from_the_origin_converge_as_at_the_origin():
+@pytest.mark.parametrize("hung_from", ["base", "world"])
+def test_joints_far_from_the_origin_converge_as_at_the_origin(hung_from):
     """docs/newton.md, "Joints far from the origin": a joint's position rows are formed from the step's
-    start and its increments, so 10 km from the origin, where r' = r_n + d rounds by ε·10 km = 2e-12 m
-    (seventy times the tolerance of the accelerations at Δt = 1 ms), Newton converges about as it does at
-    the origin: no step on the round-off floor, as many iterations and at most twice the factorizations
-    (0.19 per step against 0.10; formed from r' instead: 0.64), and the same motion relative to the base
-    (physics does not depend on where the origin is: the reference is the same chain at the origin)."""
-    runs = {}
+    start and its increments, what cancels first, so 10 km from the origin, where r' = r_n + d rounds by
+    ε·10 km = 2e-12 m (seventy times the tolerance of the accelerations at Δt = 1 ms), the joints' rows
+    at an iterate are those at the origin to the last bit, and Newton converges as it does there: no step
+    on the round-off floor, as many iterations and at most twice the factorizations (0.19 per step
+    against 0.10; formed from r' instead: 0.64 hung from a fixed base, 0.39-0.64 from ``world``), and the
+    same motion relative to the base (physics does not depend on where the origin is: the reference is
+    the same chain at the origin).  Hung from ``world`` the first joint's arm on world is the point
+    itself, 10 km long."""
+    runs, rows = {}, {}
     for offset in (0.0, 1.0e4):
-        sc = scenario_from_dict(_chain_at(offset))
+        sc = scenario_from_dict(_chain_at(offset, hung_from=hung_from))
         ga = GeneralizedAlpha(Model(sc), sc.integrator)
-        s, taken = ga.advance(ga.initial_state(), 1e-3, 300)[:2]
-        assert taken == 300
+        s = ga.initial_state()
+        # the joints' rows at the first step's predicted iterate: the same at both places (the states are
+        # translated exactly: 1e4 + i is a floating-point number)
+        d, th = ga.predict(s, 1e-3)
         nm = ga.model.n_moving
+        rows[offset] = ga.evaluate(ga.prepare(s, 1e-3), d, th, lam=ga._lam(s)).R[6 * nm:]
+        s, taken = ga.advance(s, 1e-3, 300)[:2]
+        assert taken == 300
         runs[offset] = (s.r[:nm] - np.array([offset, 0.0, 0.0]), s.q[:nm], ga.n_floor, ga.n_iterations / 300,
                         ga.solver.nlu / 300)
     r0, q0, floor0, it0, lu0 = runs[0.0]
     r1, q1, floor1, it1, lu1 = runs[1.0e4]
+    assert np.abs(rows[0.0]).max() > 0.0
+    assert np.abs(rows[1.0e4] - rows[0.0]).max() <= 1e-12 * np.abs(rows[0.0]).max(), (rows[0.0], rows[1.0e4])
     assert floor0 == 0 and floor1 == 0
     assert it1 <= it0 + 0.1 and lu1 <= 2.0 * lu0 + 0.05, (it0, it1, lu0, lu1)
     assert np.abs(r0).max() > 5.0  # the chain has folded
