@@ -128,12 +128,12 @@ def _state(p, e, R, r, inc, a, b):
     zA = _material(p, e, _ZA, R, a)
     zB = _material(p, e, _ZB, R, b)
     ZA, ZB = row(p, e, _ZA), row(p, e, _ZB)  # (the material arms: the same choice at every iterate)
-    if ZA[0] * ZA[0] + ZA[1] * ZA[1] + ZA[2] * ZA[2] >= ZB[0] * ZB[0] + ZB[1] * ZB[1] + ZB[2] * ZB[2]:
-        d = ((((r[b, 0] - r[a, 0]) - zA[0]) + zB[0]) + inc[0], (((r[b, 1] - r[a, 1]) - zA[1]) + zB[1]) + inc[1],
-             (((r[b, 2] - r[a, 2]) - zA[2]) + zB[2]) + inc[2])
-    else:
-        d = ((((r[b, 0] - r[a, 0]) + zB[0]) - zA[0]) + inc[0], (((r[b, 1] - r[a, 1]) + zB[1]) - zA[1]) + inc[1],
-             (((r[b, 2] - r[a, 2]) + zB[2]) - zA[2]) + inc[2])
+    longer, shorter = _scale(-1.0, zA), zB  # −z_A and z_B, the longer first (negation is exact)
+    if dot(ZA, ZA) < dot(ZB, ZB):
+        longer, shorter = zB, _scale(-1.0, zA)
+    d = ((((r[b, 0] - r[a, 0]) + longer[0]) + shorter[0]) + inc[0],
+         (((r[b, 1] - r[a, 1]) + longer[1]) + shorter[1]) + inc[1],
+         (((r[b, 2] - r[a, 2]) + longer[2]) + shorter[2]) + inc[2])
     TA = (_material(p, e, _NA, R, a), _material(p, e, _UA, R, a), _material(p, e, _WA, R, a))
     TB = (_material(p, e, _NB, R, b), _material(p, e, _UB, R, b), _material(p, e, _WB, R, b))
     return zA, zB, d, TA, TB

@@ -57,8 +57,8 @@ iteration, since the rate measured between such corrections is noise.
 Where the joints' equations are nearly dependent (a dead point), ε in their
 rows moves the bodies by ε/σ, above the tolerance: a correction that, with a
 tangent factorized in the step, shrank by less than 4× and is no larger than
-the solve of the rows' round-off (:func:`mbsim.kernels.stepper._noise_size`) ends the iteration too
-(counted in ``n_floor``, docs/newton.md).
+the solve of the rows' round-off (:func:`mbsim.kernels.stepper._noise_size`)
+ends the iteration too (counted in ``n_floor``, docs/newton.md).
 
 Modified Newton keeps a factorization while ρ ≤ :data:`CONTRACTION_LIMIT`
 and refreshes it at the current iterate otherwise (the bound is then

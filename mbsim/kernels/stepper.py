@@ -308,9 +308,9 @@ def _noise_size(nm, d, el_body, el_arm, owner, rotation, scale, is_dense, lu_dat
     element-owned row, ε times the magnitudes that change from iterate to iterate in it (for a position row,
     formed by mbsim.elements.joints._state: k·(2 z_short + z_long + |d_A| + |d_B|), z_short and z_long the
     lengths of the shorter and the longer arm, z_long left out when its body is fixed, and d the step's
-    increments; k for an angle row: unit vectors), with signs of a fixed pseudo-random pattern.  Where the joints' equations are nearly dependent (a dead point: THEORY §11) this is what no
-    Newton iteration can get below; elsewhere it is far below the tolerance.  ``e``, ``x``: work arrays
-    (ndof,)."""
+    increments; k for an angle row: unit vectors), with signs of a fixed pseudo-random pattern.  Where the
+    joints' equations are nearly dependent (a dead point: THEORY §11) this is what no Newton iteration can
+    get below; elsewhere it is far below the tolerance.  ``e``, ``x``: work arrays (ndof,)."""
     o = 6 * nm
     for i in range(o):
         e[i] = 0.0
