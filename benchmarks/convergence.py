@@ -48,7 +48,7 @@ import numpy as np  # noqa: E402
 from mbsim.driver import run, step_schedule  # noqa: E402
 from mbsim.integrators import GeneralizedAlpha  # noqa: E402
 from mbsim.model.model import Model  # noqa: E402
-from mbsim.model.rotations import cross, matvec, quat_angle, quat_to_matrix, tmatvec  # noqa: E402
+from mbsim.kernels.rotations import cross, matvec, quat_angle, quat_to_matrix, tmatvec  # noqa: E402
 from mbsim.reference import solve_reference  # noqa: E402
 from mbsim.scenario import OutputSpec, TimeSpec, load_scenario  # noqa: E402
 

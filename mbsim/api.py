@@ -54,7 +54,7 @@ from . import __version__
 from .energy import energy_balance, energy_drift
 from .io.reader import ResultFileError, read_trajectory  # noqa: F401  (ResultFileError: load's documented error)
 from .io.writer import COUNTERS, FORMAT, FORMAT_VERSION, FRAME_DATASETS, ROOT_ATTRIBUTES, frame_datasets, utc_now
-from .model.rotations import quat_to_matrix
+from .kernels.rotations import quat_to_matrix
 from .scenario import Problem, Scenario, ScenarioError, load_scenario, scenario_from_dict
 from .scenario.loader import DEFAULT_MIN_STEP
 from .scenario.yamlnodes import suggest

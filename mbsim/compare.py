@@ -20,7 +20,7 @@ errors) by the absolute difference.  Joint quantities are compared when both
 trajectories have joints (a ``/joints`` group); a trajectory with joints and
 one without are not comparable.
 Orientations are compared as the angle of the rotation between the two
-(:func:`mbsim.model.rotations.quat_angle`), so ``q`` and ``-q`` -- the same
+(:func:`mbsim.kernels.rotations.quat_angle`), so ``q`` and ``-q`` -- the same
 rotation -- are equal.  Where both files hold NaN (the length of a torsional
 damper) the value is ignored; where only one does, the error is infinite.
 
@@ -47,7 +47,7 @@ from typing import Mapping, Optional, Union
 
 import numpy as np
 
-from .model.rotations import quat_angle
+from .kernels.rotations import quat_angle
 
 DEFAULT_RTOL = 1e-6
 DEFAULT_ATOL = 1e-9

@@ -20,11 +20,11 @@ from typing import Callable, Optional
 import numpy as np
 
 from . import resources
-from .diagnostics import frame_buffers, frame_quantities, frames_from_buffers
 from .energy import energy_drift
 from .integrators import INTEGRATORS
 from .kernels import firstrun
-from .model.constraints import JointError, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
+from .mechanics import frames as kfr
+from .mechanics.joints import JointError, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import collapsed, controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -331,7 +331,7 @@ class _Loop:
                 step_schedule(sc.time.end, sc.time.step, sc.output.interval)[2]
             try:
                 self.integ.warm_up(s, sc.time.step, every)
-                frame_quantities(self.model, s)  # the frame kernel too: frame 0 is written in the timed loop
+                self.integ.frame(s)  # the frame kernel too: frame 0 is written in the timed loop
                 if not interpreted:
                     firstrun.mark_ready()
             except Exception:  # noqa: BLE001 - the time loop meets (and reports) the same trouble
@@ -362,7 +362,7 @@ class _Loop:
             row = resources.frame_bytes(B, C, J)  # bytes per frame in the buffers
             loads = 8 * 12 * self.model.n_all * ctl.every  # bytes of loads per frame
             self._fcap = int(max(1, min(FRAMES_PER_CALL, BLOCK_BYTES // row, BLOCK_BYTES // loads)))
-            self._fbuf = frame_buffers(B, C, self._fcap, J)
+            self._fbuf = kfr.buffers(B, C, self._fcap, J)
         nf = min(nframes, self._fcap, self._fper)
         k0 = ctl.k
         t0 = time.perf_counter()
@@ -385,7 +385,7 @@ class _Loop:
         """Hand ``m`` frames from the frame buffers to the writer (and to what is kept)."""
         t0 = time.perf_counter()
         try:
-            fr = frames_from_buffers(self._fbuf, m, times)
+            fr = kfr.datasets(self._fbuf, m, times)
             steps = np.full(m, dt)
             if self.writer is not None:
                 self.writer.append_block(fr, iterations, rnorms, steps)
@@ -408,7 +408,7 @@ class _Loop:
             self.output_time += time.perf_counter() - t0
 
     def _write_frame(self, s, iterations, rnorm, dt):
-        fr = frame_quantities(self.model, s)
+        fr = self.integ.frame(s)
         # What can still overflow is what is computed from the state: energies, momenta, connector actions
         # and lengths (sums are finite only if every term is; a length is NaN for a torsional damper by design).
         if not fr.pop("_finite"):

@@ -84,15 +84,17 @@ class LinearSolver:
         tree strategy is not used.
     last : sequence of int
         Blocks without a pivot of their own, eliminated last (see :func:`mbsim.kernels.blocklu.symbolic`).
+    n_moving : int, optional
+        The moving bodies (their unknowns come first, 6 each); default ``ndof // 6``.
     """
 
     def __init__(self, ndof: int, indptr, indices, rows=None, cols=None, coupling=None, allow_tree=True,
-                 blocks=None, last=()):
+                 blocks=None, last=(), n_moving=None):
         self.ndof = ndof
         self.indptr = indptr
         self.indices = indices
         self.nlu = 0
-        nm = ndof // 6
+        nm = self.n_moving = ndof // 6 if n_moving is None else int(n_moving)
         self.tree = None
         if blocks is None:
             blocks = np.arange(ndof) // 6
@@ -144,6 +146,24 @@ class LinearSolver:
         return {"tree": "block tree LU (no fill)", "dense": "dense LU (partial pivoting)",
                 "block": "block sparse LU (minimum degree)"}[self.strategy]
 
+    @property
+    def lu(self) -> tuple:
+        """The strategy as the compiled code takes it (:mod:`mbsim.kernels.lu`): ``(dense, nm, ndof, parent,
+        order, flat, sym)``, the unused parts empty."""
+        none = np.zeros(0, np.int64)
+        nm = self.n_moving
+        if self.strategy == "tree":
+            return (False, nm, self.ndof, self.tree[0], self.tree[1], none, none)
+        if self.strategy == "block":
+            return (False, nm, self.ndof, none, none, none, self.sym)
+        return (True, nm, self.ndof, none, none, self._flat, none)
+
+    @property
+    def factor_size(self) -> int:
+        """Values of the factorization's storage (the block LUs factorize the tangent in place; the dense
+        LU keeps the full n² factors)."""
+        return self.ndof ** 2 if self.strategy == "dense" else self.storage_size
+
     def to_csc(self, data: np.ndarray) -> np.ndarray:
         """CSC data of the pattern from data in this solver's storage (tests, diagnostics)."""
         return np.asarray(data)[self.storage_map]
@@ -151,36 +171,23 @@ class LinearSolver:
     def factorize(self, data: np.ndarray):
         """Factorize K given in this solver's storage; return ``solve(rhs)``.  Raise SingularMatrix.
 
-        The tree strategy factorizes ``data`` in place.
-        """
+        The block LUs factorize a copy of ``data``; the one compiled dispatch of the step loop
+        (:mod:`mbsim.kernels.lu`) does the work."""
+        from .kernels import lu as klu
         self.nlu += 1
         n = self.ndof
-        if self.strategy == "tree":
-            from .kernels import tree
-            parent, order = self.tree
-            piv = self._piv.copy()
-            bad = tree.factorize(data, self.nm, parent, order, piv)
-            if bad >= 0:
-                raise SingularMatrix(f"singular diagonal block of moving body {bad} (internal order)")
-            return lambda rhs: tree.solve(data, self.nm, parent, order, piv, rhs)
-        if self.strategy == "block":
-            from .kernels import blocklu
-            piv = self._piv.copy()
-            bad = blocklu.factorize(data, self.sym, piv)
-            if bad >= 0:
-                raise SingularMatrix(f"singular diagonal block {bad} (moving body {bad} in internal order when "
-                                     f"below their number; else the own unknowns of an element closing a loop)")
+        lu = self.lu
+        factors = np.zeros(self.factor_size) if self.strategy == "dense" else np.array(data, dtype=float)
+        piv = np.zeros(n, dtype=np.int64)
+        bad = klu.factorize(lu, np.ascontiguousarray(data, dtype=float), factors, piv)
+        if bad >= 0:
+            raise SingularMatrix(f"singular pivot block {bad} ({self.strategy} LU)")
 
-            def solve(rhs):
-                x = np.empty(n)
-                blocklu.solve_into(data, self.sym, piv, np.ascontiguousarray(rhs, dtype=float), np.empty(n), x)
-                return x
-            return solve
-        from .kernels import dense  # the compiled step loop's own LU
-        lu, piv = np.empty(n * n), np.zeros(n, dtype=np.int64)
-        if dense.factorize(np.ascontiguousarray(data, dtype=float), self._flat, n, lu, piv) >= 0:
-            raise SingularMatrix("zero pivot in dense LU")
-        return lambda rhs: dense.solve(lu, n, piv, np.ascontiguousarray(rhs, dtype=float))
+        def solve(rhs):
+            x = np.empty(n)
+            klu.solve(lu, factors, piv, np.ascontiguousarray(rhs, dtype=float), x, np.empty(max(18 * (n // 6), n, 1)))
+            return x
+        return solve
 
     def solve(self, data: np.ndarray, rhs: np.ndarray) -> np.ndarray:
         """Solve ``K x = rhs`` with K given in this solver's storage; raise SingularMatrix on failure."""

@@ -53,7 +53,7 @@ import numpy as np
 
 from . import driver
 from .energy import energy_balance
-from .model.rotations import quat_angle
+from .kernels.rotations import quat_angle
 from .reference import solve_reference
 from .scenario.spec import Ramp, Scenario, Table
 

@@ -3,7 +3,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.model.rotations import rotvec_quat
+from mbsim.kernels.rotations import rotvec_quat
 from mbsim.scenario.spec import (BodySpec, ConnectorSpec, Constant, IntegratorSpec, JointSpec, LoadSpec,
                                  OutputSpec, Scenario, TimeSpec, frozen_array as fa)
 

@@ -1,11 +1,11 @@
 """Element kinds, one file each, and their registry.
 
-``ELEMENTS`` lists the kinds; a kind's position in it is its kind id in the
-packed arrays (:class:`mbsim.elements.base.Elements`).  Adding a kind is its
-file plus one line here (docs/develop.md, "Adding an element"); a kind
-defined elsewhere (a test's, a plug-in's) joins with :func:`register`.
+``ELEMENTS`` lists the kinds; a kind's position in it is its kind id in the packed arrays
+(:class:`mbsim.elements.base.Elements`).  Adding a kind is its file plus one line here
+(docs/develop.md, "Adding an element"); a kind defined elsewhere (a test's, a plug-in's) joins with
+:func:`register`.
 """
-from .base import FORCE, LENGTH, MOMENT, N_OUT, POTENTIAL, POWER, ElementEval, ElementKind, Elements  # noqa: F401
+from .base import ElementKind, Elements  # noqa: F401
 from .damper import Damper
 from .joints import KINDS as JOINTS
 from .spring import Spring
@@ -19,20 +19,32 @@ ELEMENTS: tuple[type[ElementKind], ...] = (
 
 BY_TYPE: dict[str, type[ElementKind]] = {k.type: k for k in ELEMENTS}
 
+_frozen = False  # set when the compiled switch from kind id to law has been generated (mbsim.mechanics.laws)
+
+
+def freeze() -> tuple:
+    """The registry as the compiled engine sees it, from now on fixed in this process."""
+    global _frozen
+    _frozen = True
+    return ELEMENTS
+
 
 def register(kind: type[ElementKind]) -> None:
     """Add an element kind defined outside this package to the registry (its kind id: the next).
 
-    Must run before the first compiled call of the process (the compiled switch from kind id
-    to law is generated once, from the registry as it is then); the kind's source joins the
-    digest that stamps numba's cache entries, so the cache of a process without it is not
-    reused.  Raises ValueError for a type name already taken, RuntimeError when too late.
+    Works at any time before the engine is first compiled or loaded in this process (the first
+    simulation, or the first evaluation of a mechanism at a state): scenarios may have been loaded
+    and numba imported before.  The kind's source joins the digest that stamps numba's cache entries,
+    so the cache of a process without it is not reused.  Raises ValueError for a type name already
+    taken, RuntimeError when the engine is compiled already.
     """
     global ELEMENTS
     from .. import kernels
-    if kernels.compiled_switch_built():
-        raise RuntimeError("element kinds must be registered before the first simulation of the process")
-    if kind.type in BY_TYPE or any(kind.type in k.aliases for k in ELEMENTS):
+    if _frozen:
+        raise RuntimeError("element kinds must be registered before the first simulation of the process "
+                           "(the compiled engine has been built from the registry as it was)")
+    taken = {k.type for k in ELEMENTS} | {a for k in ELEMENTS for a in k.aliases}
+    if kind.type in taken or any(a in taken for a in kind.aliases):
         raise ValueError(f"an element kind called {kind.type!r} is already registered")
     kernels.stamp_source(kind.law.py_func)
     ELEMENTS = ELEMENTS + (kind,)

@@ -4,31 +4,28 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit
-from ..scenario.yamlnodes import norm
-from ..kernels.connectors import CONSISTENT, NONE, add_block, pair_residual, pair_tangent, point, row, skew_right
-from .base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, material_arms, offsets, read_points
+from ..kernels.vec import put, put_block, row
+from .base import (DERIVATIVES, X_D, Y_P, Y_POTENTIAL, Y_POWER, ElementKind, block_offset, material_arms, offsets,
+                   points_distance, read_points)
 
 # Below this length (relative to the rest length) a spring with L0 > 0 has no
 # direction: the step fails instead of producing a huge, arbitrary force.
 _DEGENERATE_LENGTH = 1e-12
 
 FIELDS = (("ZA", 3), ("ZB", 3), ("k", 1), ("L0", 1))
-_ZA, _ZB, _K, _L0 = offsets(FIELDS)
+_K, _L0 = offsets(FIELDS)[2:]
+_DD = block_offset("dd")  # ∂p_d/∂d
 
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
-        data, scr, cache):
-    """``f = k (1 − L0/L) c`` on A with ``c = x_B,α − x_A,α`` (zero-length: ``f = k c``) for instances
-    ``lo … hi−1``; returns the first with L0 > 0 collapsed to L = 0 (no direction), or −1."""
-    direct = pos.shape[0] > 0
+def law(lo, hi, p, x, t, want, y, dy):
+    """``f = k (1 − L0/L) d`` on A (zero rest length: ``f = k d``), ``p_d = −f``, and
+    ``∂p_d/∂d = −k P``, ``P = (1 − L0/L) I + (L0/L) n⊗n``; returns the first instance with L0 > 0
+    collapsed to L = 0 (no direction), or −1."""
     failed = -1
     for e in range(lo, hi):
-        a, b = body[e, 0], body[e, 1]
         k, L0 = p[e, _K], p[e, _L0]
-        zA1, zAn, zAa, xA = point(af, R1, Rn, r1, rn, a, row(p, e, _ZA))
-        zB1, zBn, zBa, xB = point(af, R1, Rn, r1, rn, b, row(p, e, _ZB))
-        c = (xB[0] - xA[0], xB[1] - xA[1], xB[2] - xA[2])
+        c = row(x, e, X_D)
         L = np.sqrt(c[0] * c[0] + c[1] * c[1] + c[2] * c[2])
         deg = L0 > 0.0 and L <= _DEGENERATE_LENGTH * L0
         if deg and failed < 0:
@@ -36,32 +33,17 @@ def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1,
         safe = 1.0 if (deg or L == 0.0) else L
         ratio = L0 / safe if L0 > 0.0 else 0.0
         s = k * (1.0 - ratio)
-        f = (s * c[0], s * c[1], s * c[2])
-        for i in range(3):
-            out[e, FORCE + i] = f[i]
-            out[e, MOMENT + i] = 0.0
-        out[e, LENGTH] = L
-        out[e, POTENTIAL] = 0.5 * k * (L - L0) ** 2
-        out[e, POWER] = 0.0
-        pair_residual(f, zAa, zBa, res, e)
-        if mode > NONE:
-            nv = (c[0] / safe, c[1] / safe, c[2] / safe)
-            for r in range(3):  # S[4] = k P, P = (1 − L0/L) I + (L0/L) n⊗n
-                for q in range(3):
-                    scr[4, r, q] = k * (ratio * nv[r] * nv[q] + ((1.0 - ratio) if r == q else 0.0))
-            for r in range(3):
-                for q in range(3):
-                    scr[0, r, q] = -scr[4, r, q]
-                    scr[2, r, q] = scr[4, r, q]
-            skew_right(scr, 4, zA1, scr, 1)
-            skew_right(scr, 4, zB1, scr, 3)
-            for r in range(3):
-                for q in range(3):
-                    scr[3, r, q] = -scr[3, r, q]
-            ke = 0 if direct else e
-            pair_tangent(af, scr, zAa, zBa, zA1, zB1, f, mode == CONSISTENT, K, ke, 4)
-            if direct:
-                add_block(K, ke, pos, e, data)
+        put(y, e, Y_P, (-(s * c[0]), -(s * c[1]), -(s * c[2])))
+        put(y, e, Y_P + 3, (0.0, 0.0, 0.0))
+        put(y, e, Y_P + 6, (0.0, 0.0, 0.0))
+        y[e, Y_POTENTIAL] = 0.5 * k * (L - L0) ** 2
+        y[e, Y_POWER] = 0.0
+        if want & DERIVATIVES:
+            n0, n1, n2 = c[0] / safe, c[1] / safe, c[2] / safe
+            q = 1.0 - ratio
+            put_block(dy, e, _DD, (-k * (ratio * n0 * n0 + q), -k * (ratio * n0 * n1), -k * (ratio * n0 * n2),
+                                  -k * (ratio * n1 * n0), -k * (ratio * n1 * n1 + q), -k * (ratio * n1 * n2),
+                                  -k * (ratio * n2 * n0), -k * (ratio * n2 * n1), -k * (ratio * n2 * n2 + q)))
     return failed
 
 
@@ -71,10 +53,18 @@ class Spring(ElementKind):
     type = "spring"
     keys = ("points", "stiffness", "rest_length")
     fields = FIELDS
-    arms = ("ZA", "ZB")
+    points = ("ZA", "ZB")
+    blocks = ("dd",)
     stiffness = "k"
     failure = "collapsed to zero length with a positive rest length; its direction is undefined"
+    draw = "coil"
+    outputs = ("force",)
+    dissipates = False
     law = law
+
+    @classmethod
+    def seed_of(cls, spec) -> bool:
+        return True  # THEORY §8: the excerpt's eq. rbs-8
 
     @staticmethod
     def read(r, m) -> dict:
@@ -82,7 +72,7 @@ class Spring(ElementKind):
         fields["stiffness"] = r.required_number(m, "stiffness", ">=0")
         points = fields["points"]
         # halves first (read_points refuses points too far apart for a finite length)
-        default = None if points is None else 2.0 * norm(0.5 * points[1] - 0.5 * points[0])
+        default = None if points is None else points_distance(points)
         if default is not None and not np.isfinite(default):
             default = None
         fields["rest_length"] = r.optional(m, "rest_length", lambda n, p: r.number(n, p, ">=0"), default)

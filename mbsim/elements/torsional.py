@@ -4,9 +4,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit
-from ..scenario.spec import JOINT_PROJECTION, PROJECTIONS
-from ..kernels.connectors import CONSISTENT, NONE, add_block, dot, mv, row, skew_right
-from .base import FORCE, LENGTH, MOMENT, POTENTIAL, POWER, ElementKind, offsets
+from ..kernels.vec import dot, hat_hat, mneg, mscale, put, put_block, row
+from .base import DERIVATIVES, X_AXES, X_MOVES, X_WA, X_WB, Y_P, Y_POTENTIAL, Y_POWER, ElementKind, block_offset, offsets
+
+PROJECTIONS = ("P1", "P2", "P3", "none")
+# the projection a joint type implies (SCENARIO.md, torsional_damper)
+JOINT_PROJECTION = {
+    "prismatic": "P1", "lock": "P1",
+    "revolute": "P2", "cylindrical": "P2", "planar": "P2",
+    "spherical": "none",
+}
 
 # P = c0 I + c1 n⊗n for each projection; DP·ω then contributes W = −c1[(n·ω)I + n⊗ω] n̂'
 # (THEORY §7 lists W for P2 (+) and P3 (−); P1 and none have W = 0).
@@ -15,82 +22,47 @@ _WEIGHTS = {"P1": (1.0, 0.0), "P2": (1.0, -1.0), "P3": (0.0, 1.0), "none": (0.0,
 FIELDS = (("E", 3), ("chi", 1), ("c0", 1), ("c1", 1))
 _E, _CHI, _C0, _C1 = offsets(FIELDS)
 
+# where its derivative blocks go (p_A = m, p_B = −m): ∂p_A/∂θ_A, ∂p_B/∂θ_A; ∂p_A/∂ω_A, ∂p_A/∂ω_B, ∂p_B/∂ω_A, ∂p_B/∂ω_B
+_AA, _BA = block_offset("aa"), block_offset("ba")
+_A_WA, _A_WB, _B_WA, _B_WB = block_offset("aA"), block_offset("aB"), block_offset("bA"), block_offset("bB")
+
 
 @njit(cache=True)
-def law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out, pos,
-        data, scr, cache):
-    """Pure moment ``m = χ_r P (ω_B,α − ω_A,α)`` on A, P = c0 I + c1 n⊗n with the axis n turning with
-    body A, for instances ``lo … hi−1``; returns −1 (defined at every state).
-    (scr: S[0] = P, S[1] = W, S[2] = A, S[3] = M_A, S[4] = M_B.)"""
-    direct = pos.shape[0] > 0
-    bf = 1.0 - af
+def law(lo, hi, p, x, t, want, y, dy):
+    """Pure moment ``m = χ_r P (ω_B − ω_A)`` on A, ``P = c0 I + c1 n⊗n`` with the axis n turning with
+    body A; ``p = (0, m, −m)``.  Returns −1 (defined at every state)."""
     for e in range(lo, hi):
-        a, b = body[e, 0], body[e, 1]
         chi, c0, c1 = p[e, _CHI], p[e, _C0], p[e, _C1]
-        w = ((af * w1[b, 0] + bf * wn[b, 0]) - (af * w1[a, 0] + bf * wn[a, 0]),
-             (af * w1[b, 1] + bf * wn[b, 1]) - (af * w1[a, 1] + bf * wn[a, 1]),
-             (af * w1[b, 2] + bf * wn[b, 2]) - (af * w1[a, 2] + bf * wn[a, 2]))
-        Ee = row(p, e, _E)
-        n1 = mv(R1, a, Ee)
-        nn = mv(Rn, a, Ee)
-        nv = (af * n1[0] + bf * nn[0], af * n1[1] + bf * nn[1], af * n1[2] + bf * nn[2])
-        for r in range(3):
-            for q in range(3):
-                scr[0, r, q] = c1 * nv[r] * nv[q] + (c0 if r == q else 0.0)
-        pw = 0.0
-        for r in range(3):
-            mr = chi * (scr[0, r, 0] * w[0] + scr[0, r, 1] * w[1] + scr[0, r, 2] * w[2])
-            out[e, FORCE + r] = 0.0
-            out[e, MOMENT + r] = mr
-            pw += mr * w[r]
-            res[e, r] = 0.0
-            res[e, 3 + r] = mr
-            res[e, 6 + r] = 0.0
-            res[e, 9 + r] = -mr
-        out[e, POWER] = pw
-        out[e, LENGTH] = np.nan
-        out[e, POTENTIAL] = 0.0
-        if mode > NONE:
-            nw = dot(nv, w)
-            for r in range(3):  # A = (n·ω) I + n⊗ω
-                for q in range(3):
-                    scr[2, r, q] = nv[r] * w[q] + (nw if r == q else 0.0)
-            skew_right(scr, 2, n1, scr, 1)  # W = −c1 A n̂'
-            for r in range(3):
-                for q in range(3):
-                    scr[1, r, q] *= -c1
-            if mode == CONSISTENT:  # MA = χ(−P Ω_A + W), MB = χ P Ω_B
-                for r in range(3):
-                    for q in range(3):
-                        sa = 0.0
-                        sb = 0.0
-                        for j in range(3):
-                            sa += scr[0, r, j] * Om[a, j, q]
-                            sb += scr[0, r, j] * Om[b, j, q]
-                        scr[3, r, q] = chi * (scr[1, r, q] - sa)
-                        scr[4, r, q] = chi * sb
-            else:  # seed: C_X = g P T(θ_X)ᵀ, K_mθA = χ(−C_A + W), K_mθB = χ C_B
-                for r in range(3):
-                    for q in range(3):
-                        sa = 0.0
-                        sb = 0.0
-                        for j in range(3):
-                            sa += scr[0, r, j] * T[a, q, j]
-                            sb += scr[0, r, j] * T[b, q, j]
-                        scr[3, r, q] = chi * (scr[1, r, q] - g * sa)
-                        scr[4, r, q] = chi * g * sb
-            ke = 0 if direct else e
-            for r in range(12):
-                for q in range(12):
-                    K[ke, r, q] = 0.0
-            for r in range(3):
-                for q in range(3):
-                    K[ke, 3 + r, 3 + q] = -af * scr[3, r, q]
-                    K[ke, 3 + r, 9 + q] = -af * scr[4, r, q]
-                    K[ke, 9 + r, 3 + q] = af * scr[3, r, q]
-                    K[ke, 9 + r, 9 + q] = af * scr[4, r, q]
-            if direct:
-                add_block(K, ke, pos, e, data)
+        wa, wb = row(x, e, X_WA), row(x, e, X_WB)
+        w = (wb[0] - wa[0], wb[1] - wa[1], wb[2] - wa[2])
+        n = row(x, e, X_AXES)
+        P = (c1 * n[0] * n[0] + c0, c1 * n[0] * n[1], c1 * n[0] * n[2],
+             c1 * n[1] * n[0], c1 * n[1] * n[1] + c0, c1 * n[1] * n[2],
+             c1 * n[2] * n[0], c1 * n[2] * n[1], c1 * n[2] * n[2] + c0)
+        m = (chi * (P[0] * w[0] + P[1] * w[1] + P[2] * w[2]), chi * (P[3] * w[0] + P[4] * w[1] + P[5] * w[2]),
+             chi * (P[6] * w[0] + P[7] * w[1] + P[8] * w[2]))
+        put(y, e, Y_P, (0.0, 0.0, 0.0))
+        put(y, e, Y_P + 3, m)
+        put(y, e, Y_P + 6, (-m[0], -m[1], -m[2]))
+        y[e, Y_POWER] = m[0] * w[0] + m[1] * w[1] + m[2] * w[2]
+        y[e, Y_POTENTIAL] = 0.0
+        if want & DERIVATIVES:
+            cP = mscale(chi, P)
+            put_block(dy, e, _A_WA, mneg(cP))
+            put_block(dy, e, _A_WB, cP)
+            put_block(dy, e, _B_WA, cP)
+            put_block(dy, e, _B_WB, mneg(cP))
+            # the axis turns with A: ∂m/∂θ_A = χ ∂(P w)/∂n · (−n̂_m) = χ W, W = −c1 [(n·w) I + n⊗w] n̂_m
+            nm = row(x, e, X_MOVES)
+            nw = dot(n, w)
+            A = (n[0] * w[0] + nw, n[0] * w[1], n[0] * w[2], n[1] * w[0], n[1] * w[1] + nw, n[1] * w[2],
+                 n[2] * w[0], n[2] * w[1], n[2] * w[2] + nw)
+            W = (A[1] * nm[2] - A[2] * nm[1], -A[0] * nm[2] + A[2] * nm[0], A[0] * nm[1] - A[1] * nm[0],
+                 A[4] * nm[2] - A[5] * nm[1], -A[3] * nm[2] + A[5] * nm[0], A[3] * nm[1] - A[4] * nm[0],
+                 A[7] * nm[2] - A[8] * nm[1], -A[6] * nm[2] + A[8] * nm[0], A[6] * nm[1] - A[7] * nm[0])
+            cW = mscale(-chi * c1, W)
+            put_block(dy, e, _AA, cW)
+            put_block(dy, e, _BA, mneg(cW))
     return -1
 
 
@@ -100,7 +72,15 @@ class TorsionalDamper(ElementKind):
     type = "torsional_damper"
     keys = ("damping", "projection", "joint", "axis")
     fields = FIELDS
+    axes = (("E", "A"),)
+    blocks = ("aa", "ba", "aA", "aB", "bA", "bB")
+    draw = "twist"
+    outputs = ("moment",)
     law = law
+
+    @classmethod
+    def seed_of(cls, spec) -> bool:
+        return True  # THEORY §8: the excerpt's eq. td-*
 
     @staticmethod
     def read(r, m) -> dict:

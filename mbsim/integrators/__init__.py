@@ -40,6 +40,8 @@ class Integrator(Protocol):
     9. ``multipliers(s)`` gives the joints' multipliers of a state read back
        from a file (those of the constrained equations at its time, THEORY
        §11), None for a model without joints.
+    10. ``frame(s)`` gives the OUTPUT.md per-frame quantities of a state (the
+        writer's frame), with ``_finite`` saying whether they are finite.
     """
 
     name: str
@@ -59,6 +61,8 @@ class Integrator(Protocol):
     def restart(self, s: State) -> State: ...
 
     def multipliers(self, s: State): ...
+
+    def frame(self, s: State) -> dict: ...
 
     def continue_counts(self, steps: int, iterations: int) -> None: ...
 

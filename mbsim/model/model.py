@@ -15,8 +15,7 @@ import numpy as np
 from .. import elements as registry
 from ..elements import Elements
 from ..scenario.spec import WORLD, Scenario
-from .kinematics import Kinematics
-from .rotations import cross, matvec, quat_to_matrix
+from ..kernels.rotations import quat_to_matrix
 
 
 @dataclass(frozen=True, eq=False)
@@ -100,18 +99,19 @@ class Model:
         self.n_connectors = len(scenario.connectors)
         self.connector_names = [c.name for c in scenario.connectors]
         self.n_joints = len(scenario.joints)
-        self.joint_notes, self.velocity_projection = [], {}
-        self.rebuild_elements(scenario.joints)
-        if scenario.joints and nm:
-            from .constraints import settle
-            settle(self, scenario)  # redundant equations and initial velocities (may rebuild the elements)
-
         loads = scenario.loads
         self.loads = Loads(
             body=np.array([self.index[ld.body] for ld in loads], dtype=np.intp),
             vector=np.array([ld.vector for ld in loads], dtype=float).reshape(-1, 3),
             is_torque=np.array([ld.type == "torque" for ld in loads], dtype=bool),
             scales=tuple(ld.scale for ld in loads))
+        self.joint_notes, self.velocity_projection = [], {}
+        self.rebuild_elements(scenario.joints)
+        if scenario.joints and nm:
+            from ..mechanics.joints import settle
+            settle(self, scenario)  # redundant equations and initial velocities (may rebuild the elements)
+
+
 
     def rebuild_elements(self, joints) -> None:
         """Pack the connectors and ``joints`` (the scenario's, or with redundant equations removed)
@@ -164,46 +164,3 @@ class Model:
                 for order in range(3):
                     out[:, order, j] = fn.derivative(times, order)
         return out
-
-    def element_actions(self, kin: Kinematics):
-        """Every element instance evaluated at ``kin`` (no tangent): an ElementEval in packed order."""
-        from ..elements.engine import evaluate_at
-        return evaluate_at(self.elements, kin)
-
-    def resultants(self, kin: Kinematics, t: float):
-        """Total force and moment about the centre on every body at a single state.
-
-        Returns ``(F, M)`` ``(n_all, 3)``: gravity, loads and element actions
-        (the moment includes ``z × f`` of point forces).
-        """
-        F, M, _, _ = self.external(t)
-        el = self.elements
-        res = self.element_actions(kin).residual
-        for lo, hi in zip(el.start[:-1], el.start[1:]):  # kind by kind (the summation order of the results)
-            r, ia, ib = res[lo:hi], el.body[lo:hi, 0], el.body[lo:hi, 1]
-            np.add.at(F, ia, r[:, 0:3])
-            np.add.at(M, ia, r[:, 3:6])
-            np.add.at(F, ib, r[:, 6:9])
-            np.add.at(M, ib, r[:, 9:12])
-        return F, M
-
-    def initial_accelerations(self, t: float = 0.0) -> tuple[np.ndarray, np.ndarray]:
-        """Physical initial accelerations from all forces at t (THEORY §4).
-
-        ``m a_0 = f(0)``, ``J_0 α_0 = m(0) − ω_0 × J_0 ω_0``; zero for fixed bodies.
-        """
-        kin = Kinematics.at_state(self.r0, self.q0, self.v0, self.w0)
-        F, M = self.resultants(kin, t)
-        nm = self.n_moving
-        a = np.zeros((self.n_all, 3))
-        al = np.zeros((self.n_all, 3))
-        R = kin.R1[:nm]
-        J = R @ self.inertia[:nm] @ R.transpose(0, 2, 1)
-        w = self.w0[:nm]
-        a[:nm] = F[:nm] / self.mass[:nm, None]
-        al[:nm] = np.linalg.solve(J, (M[:nm] - cross(w, matvec(J, w)))[..., None])[..., 0]
-        return a, al
-
-    def world_inertia(self, R: np.ndarray) -> np.ndarray:
-        """``J = Λ J_b Λᵀ`` for every body, given rotation matrices ``(n_all, 3, 3)``."""
-        return R @ self.inertia @ R.transpose(0, 2, 1)

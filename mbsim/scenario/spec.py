@@ -19,15 +19,7 @@ import numpy as np
 WORLD = "world"
 """Name of the implicit fixed body at the origin with identity orientation."""
 
-PROJECTIONS = ("P1", "P2", "P3", "none")
-JOINT_PROJECTION = {
-    "prismatic": "P1",
-    "lock": "P1",
-    "revolute": "P2",
-    "cylindrical": "P2",
-    "planar": "P2",
-    "spherical": "none",
-}
+from ..elements.torsional import JOINT_PROJECTION, PROJECTIONS  # noqa: E402,F401  (the torsional damper's own)
 TANGENTS = ("consistent", "seed")
 
 

@@ -20,7 +20,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..model.rotations import quat_to_matrix
+from ..kernels.rotations import quat_to_matrix
 from ..scenario import WORLD, Scenario, ScenarioError, parse_scenario
 
 # per-frame datasets whose first axis is time (a failed run may stop mid-chunk:

@@ -116,7 +116,7 @@ def test_variable_steps_keep_the_accuracy(monkeypatch):
     back there and grows again, and its error against the independent reference stays that of
     the fixed-step run (generalized-α carries its state across a change of step)."""
     from mbsim.integrators import StepResult, StepStatus
-    from mbsim.model.rotations import quat_angle
+    from mbsim.kernels.rotations import quat_angle
     from mbsim.reference import solve_reference
     sc = nonlinear_3d(0.6, end=0.5, step=4e-3)
     sc = dataclasses.replace(sc, output=dataclasses.replace(sc.output, interval=0.02))

@@ -16,11 +16,10 @@ import numpy as np
 import pytest
 
 import tests.builders as b
-from mbsim.elements.engine import evaluate_at
 from mbsim.integrators.generalized_alpha import GeneralizedAlpha
-from mbsim.model.kinematics import Kinematics
+from mbsim.mechanics import Mechanism
 from mbsim.model.model import Model
-from mbsim.model.rotations import quat_mul, rotvec_quat
+from mbsim.kernels.rotations import quat_mul, rotvec_quat
 from mbsim.scenario.spec import Sine, SmoothRamp
 
 CASES = {
@@ -69,29 +68,27 @@ def test_tangent_against_central_differences(case, fixed_a):
     v[:nm], a[:nm], w[:nm], al[:nm] = (rng.normal(size=(nm, 3)) * f for f in (1.0, 3.0, 3.0, 10.0))
     s = replace(s0, t=0.3, v=v, a=a, w=w, al=al)
     dt = 0.01
-    ctx = ga.prepare(s, dt)
     dd, th = np.zeros((n, 3)), np.zeros((n, 3))
     dd[:nm], th[:nm] = rng.normal(size=(nm, 3)) * 0.05, rng.normal(size=(nm, 3)) * 0.3
     nu = model.elements.n_unknowns
     lam = rng.normal(size=nu) * 20.0
-    scale = model.unknown_reference * ctx.c_a
-    it = ga.evaluate(ctx, dd, th, "consistent", lam)
-    K = ga.tangent_matrix(it.data).toarray()
+    scale = model.unknown_reference / (ga.params.beta * dt * dt)
+    _, K = ga.iterate(s, dt, dd, th, lam, "consistent")
+    K = K.toarray()
     nd = model.ndof
     Kfd = np.empty((nd, nd))
     eps = 1e-6
     for j in range(nd):
         du = np.zeros(nd)
         du[j] = eps
-        Rp = ga.evaluate(ctx, *ga.update(dd, th, du[:6 * nm]), lam=lam + scale * du[6 * nm:]).R
-        Rm = ga.evaluate(ctx, *ga.update(dd, th, -du[:6 * nm]), lam=lam - scale * du[6 * nm:]).R
+        Rp, _ = ga.iterate(s, dt, *ga.update(dd, th, du[:6 * nm]), lam + scale * du[6 * nm:])
+        Rm, _ = ga.iterate(s, dt, *ga.update(dd, th, -du[:6 * nm]), lam - scale * du[6 * nm:])
         Kfd[:, j] = -(Rp - Rm) / (2 * eps)
     assert np.abs(Kfd[6 * nm:]).max() > 1.0  # the joint's rows do depend on the bodies
     err = np.abs(K - Kfd).max() / np.abs(Kfd).max()
     assert err < 1e-8, err
     # the geometric stiffness alone (the bodies' blocks without it differ by about α_f λ ∂G/∂q)
-    it0 = ga.evaluate(ctx, dd, th, "consistent", np.zeros(nu))
-    K0 = ga.tangent_matrix(it0.data).toarray()
+    K0 = ga.iterate(s, dt, dd, th, np.zeros(nu), "consistent")[1].toarray()
     geometric = np.abs((K - K0)[:6 * nm, :6 * nm]).max()
     assert np.abs((K - K0)[:6 * nm, :6 * nm] - (Kfd - K0)[:6 * nm, :6 * nm]).max() < 1e-6 * max(geometric, 1.0)
 
@@ -114,17 +111,18 @@ def test_gamma_against_second_differences(case, fixed_a):
     r0 = model.r0 + np.vstack((rng.normal(size=(nm, 3)) * 0.05, np.zeros((n - nm, 3))))
     q0 = _rotate(model.q0, np.vstack((rng.normal(size=(nm, 3)) * 0.2, np.zeros((n - nm, 3)))))
 
+    mech = Mechanism(model)
+
     def phi(t):
         r = r0 + v * t + 0.5 * a * t * t
         q = _rotate(q0, w * t + 0.5 * al * t * t)
-        return -evaluate_at(el, Kinematics.at_state(r, q, v, w)).residual[0, 12:12 + el.n_unknowns]
+        return mech.evaluate(mech.state(0.0, r, q, v, w)).phi
 
     h = 1e-4
     phidd = (phi(h) - 2 * phi(0.0) + phi(-h)) / h ** 2
-    ev = evaluate_at(el, Kinematics.at_state(r0, q0, v, w), "acceleration")
-    G = ev.tangent[0, 12:12 + el.n_unknowns, :12]
-    gamma = -ev.residual[0, 12:12 + el.n_unknowns]  # the right side k (F̈ − γ) with k = 1 and F̈ = 0
-    ia, ib = el.body[0]
-    acc = np.concatenate([a[ia], al[ia], a[ib], al[ib]])
+    ev = mech.evaluate(mech.state(0.0, r0, q0, v, w), derivatives=True)
+    G = ev.G.toarray()
+    gamma = mech.quadratic(mech.state(0.0, r0, q0, v, w))  # γ: Φ̈ = G [a, α] + γ
+    acc = np.concatenate([a[:nm], al[:nm]], axis=1).ravel()
     assert np.allclose(G @ acc + gamma, phidd, rtol=1e-5, atol=1e-5 * (1 + np.abs(phidd).max())), \
         (G @ acc + gamma, phidd)

@@ -21,7 +21,7 @@ import pytest
 from mbsim.elements import BY_TYPE, ELEMENTS
 from mbsim.integrators import GeneralizedAlpha, State
 from mbsim.model.model import Model
-from mbsim.model.rotations import cay_quat, quat_mul, quat_normalize, skew, tmat
+from mbsim.kernels.rotations import cay_quat, quat_mul, quat_normalize, skew, tmat
 from tests.builders import body, damper, load, scenario, spring, torsional
 
 DT = 0.02
@@ -49,14 +49,16 @@ def pose(s, d, th):
     return s.r + d, quat_normalize(quat_mul(cay_quat(th), s.q))
 
 
-def fd_tangent(ga, ctx, d, th, eps=1e-6):
+def fd_tangent(ga, s, d, th, eps=1e-6):
+    """Central differences of the step's residual (the compiled loop's own evaluation, GeneralizedAlpha.iterate)
+    along every unknown: translations additively, rotations by the left Cayley update (THEORY §1)."""
     nd = ga.model.ndof
     K = np.empty((nd, nd))
     for j in range(nd):
         du = np.zeros(nd)
         du[j] = eps
-        Rp = ga.evaluate(ctx, *ga.update(d, th, du)).R
-        Rm = ga.evaluate(ctx, *ga.update(d, th, -du)).R
+        Rp = ga.iterate(s, DT, *ga.update(d, th, du))[0]
+        Rm = ga.iterate(s, DT, *ga.update(d, th, -du))[0]
         K[:, j] = -(Rp - Rm) / (2 * eps)
     return K
 
@@ -68,10 +70,10 @@ def tangents(sc, rng, mode="consistent"):
     bare = GeneralizedAlpha(Model(bare_sc), bare_sc.integrator)
     s = random_state(full.model, rng)
     d, th = random_iterate(full.model, s, rng)
-    cf, cb = full.prepare(s, DT), bare.prepare(s, DT)
-    Kf = full.tangent_matrix(full.evaluate(cf, d, th, mode).data).toarray()
-    Kb = bare.tangent_matrix(bare.evaluate(cb, d, th, "consistent").data).toarray()
-    return (Kf - Kb, fd_tangent(full, cf, d, th) - fd_tangent(bare, cb, d, th)), (Kb, fd_tangent(bare, cb, d, th))
+    Kf = full.iterate(s, DT, d, th, tangent=mode)[1].toarray()
+    Kb = bare.iterate(s, DT, d, th, tangent="consistent")[1].toarray()
+    Kb_fd = fd_tangent(bare, s, d, th)
+    return (Kf - Kb, fd_tangent(full, s, d, th) - Kb_fd), (Kb, Kb_fd)
 
 
 def rel_err(K, Kfd):
@@ -150,24 +152,32 @@ def test_whole_system_tangent_with_many_connectors():
     ga = GeneralizedAlpha(Model(sc), sc.integrator)
     s = random_state(ga.model, rng)
     d, th = random_iterate(ga.model, s, rng)
-    ctx = ga.prepare(s, DT)
-    K = ga.tangent_matrix(ga.evaluate(ctx, d, th, "consistent").data).toarray()
-    assert rel_err(K, fd_tangent(ga, ctx, d, th)) <= 1e-6
+    K = ga.iterate(s, DT, d, th, tangent="consistent")[1].toarray()
+    assert rel_err(K, fd_tangent(ga, s, d, th)) <= 1e-6
 
 
 # ---------------------------------------------------------------------------
 # tangent: seed reproduces THEORY §8 (the excerpts' matrices), written out here
 # independently of the kernels, entry block by entry block.
 # ---------------------------------------------------------------------------
-def seed_blocks_by_hand(kind, ga, ctx, d, th, conn, projection):
+def _omega(ga, s, th):
+    """ω' of the iterate with step vector θ (THEORY §4), written out in numpy: cay(θ)[g θ + ω_pred]."""
+    from mbsim.kernels.rotations import cay
+    p = ga.params
+    g = p.gamma / (p.beta * DT)
+    w_pred = (1 - p.gamma / p.beta) * s.w + DT * (1 - 0.5 * p.gamma / p.beta) * s.al
+    return np.einsum("nij,nj->ni", cay(th), g * th + w_pred)
+
+
+def seed_blocks_by_hand(kind, ga, s, d, th, conn, projection):
     """The excerpts' 12×12 matrix for one connector between two moving bodies."""
     m = ga.model
     p = ga.params
-    af, g = p.alpha_f, ctx.g
-    it = ga.evaluate(ctx, d, th, None)
-    r1, q1 = pose(ctx.s, d, th)
-    from mbsim.model.rotations import quat_to_matrix
-    R1, Rn = quat_to_matrix(q1), ctx.Rn
+    af, g = p.alpha_f, p.gamma / (p.beta * DT)
+    w1 = _omega(ga, s, th)
+    r1, q1 = pose(s, d, th)
+    from mbsim.kernels.rotations import quat_to_matrix
+    R1, Rn = quat_to_matrix(q1), quat_to_matrix(s.q)
     ia, ib = m.index["a"], m.index["b"]
     I = np.eye(3)
     el = m.elements
@@ -179,35 +189,34 @@ def seed_blocks_by_hand(kind, ga, ctx, d, th, conn, projection):
         za = [af * z1[0] + (1 - af) * Rn[ia] @ ZA, af * z1[1] + (1 - af) * Rn[ib] @ ZB]
         zh = [skew(za[0]), skew(za[1])]
         if kind == "spring":  # eq. rbs-8, scaled by k α
-            x = [af * r1[i] + (1 - af) * ctx.s.r[i] + za[j] for j, i in enumerate((ia, ib))]
+            x = [af * r1[i] + (1 - af) * s.r[i] + za[j] for j, i in enumerate((ia, ib))]
             c = x[1] - x[0]
             L = np.linalg.norm(c)
             n = c / L
             P = (1 - conn.rest_length / L) * I + conn.rest_length / L * np.outer(n, n)
             A, B1, B2 = P, P @ skew(z1[0]), P @ skew(z1[1])
-            s = conn.stiffness * af
+            sc = conn.stiffness * af
         else:  # eq. rbd-7/8 with the body index restored on ω̂
-            th = [it.theta[ia], it.theta[ib]]
             A = g * I
-            B1 = g * skew(z1[0]) @ tmat(th[0]).T + skew(it.w1[ia]) @ skew(z1[0])
-            B2 = g * skew(z1[1]) @ tmat(th[1]).T + skew(it.w1[ib]) @ skew(z1[1])
-            s = conn.damping * af
+            B1 = g * skew(z1[0]) @ tmat(th[ia]).T + skew(w1[ia]) @ skew(z1[0])
+            B2 = g * skew(z1[1]) @ tmat(th[ib]).T + skew(w1[ib]) @ skew(z1[1])
+            sc = conn.damping * af
         rowsA = [A, -B1, -A, B2]
         for j, M in enumerate(rowsA):
-            blk(0, j, s * M)
-            blk(1, j, s * zh[0] @ M)
-            blk(2, j, -s * M)
-            blk(3, j, -s * zh[1] @ M)
+            blk(0, j, sc * M)
+            blk(1, j, sc * zh[0] @ M)
+            blk(2, j, -sc * M)
+            blk(3, j, -sc * zh[1] @ M)
         return K
     # torsional damper: C_X = g P T(θ_X)ᵀ, K_mθA = χ(−C_A + W), K_mθB = χ C_B (eq. td-*)
     E = el.param(0, "E")
     n1 = R1[ia] @ E
     n = af * n1 + (1 - af) * Rn[ia] @ E
-    w = (af * it.w1[ib] + (1 - af) * ctx.s.w[ib]) - (af * it.w1[ia] + (1 - af) * ctx.s.w[ia])
+    w = (af * w1[ib] + (1 - af) * s.w[ib]) - (af * w1[ia] + (1 - af) * s.w[ia])
     P = {"P1": I, "P2": I - np.outer(n, n), "P3": np.outer(n, n), "none": 0 * I}[projection]
     Wb = ((n @ w) * I + np.outer(n, w)) @ skew(n1)
     W = {"P1": 0 * I, "P2": Wb, "P3": -Wb, "none": 0 * I}[projection]
-    CA, CB = g * P @ tmat(it.theta[ia]).T, g * P @ tmat(it.theta[ib]).T
+    CA, CB = g * P @ tmat(th[ia]).T, g * P @ tmat(th[ib]).T
     KmA, KmB = conn.damping * (-CA + W), conn.damping * CB
     blk(1, 1, -af * KmA)
     blk(1, 3, -af * KmB)
@@ -232,29 +241,23 @@ def test_seed_tangent_reproduces_the_excerpts_matrices(kind, variant):
     rng = np.random.default_rng(5)
     s = random_state(ga.model, rng)
     d, th = random_iterate(ga.model, s, rng)
-    ctx = ga.prepare(s, DT)
-    K_local = local_tangent(ga, ctx, d, th, "seed")
-    K_cons = local_tangent(ga, ctx, d, th, "consistent")
+    K_local = local_tangent(ga, s, d, th, "seed")
+    K_cons = local_tangent(ga, s, d, th, "consistent")
     if kind not in SEED_BY_HAND or variant == "axial":
         assert np.array_equal(K_local, K_cons)
         return
-    K_hand = seed_blocks_by_hand(kind.split("_")[0], ga, ctx, d, th, conn, variant)
+    K_hand = seed_blocks_by_hand(kind.split("_")[0], ga, s, d, th, conn, variant)
     assert np.allclose(K_local, K_hand, rtol=1e-12, atol=1e-12 * np.abs(K_hand).max())
     # and it differs from the consistent tangent (the excerpts' are not exact)
     assert np.abs(K_cons - K_local).max() > 1e-6 * np.abs(K_cons).max()
 
 
-def local_tangent(ga, ctx, d, th, mode):
-    """The 12×12 block of element instance 0 at the iterate (d, θ)."""
-    from mbsim.elements.engine import evaluate_at
-    return evaluate_at(ga.model.elements, _kin(ga, ctx, d, th), mode).tangent[0]
-
-
-def _kin(ga, ctx, d, th):
-    """The Kinematics object of an iterate, rebuilt as the integrator builds it."""
-    from mbsim.model.kinematics import Kinematics
-    from mbsim.model.rotations import quat_to_matrix
-    it = ga.evaluate(ctx, d, th, None)
-    r1, q1 = pose(ctx.s, d, th)
-    return Kinematics.of_step(ga.params.alpha_f, ctx.g, quat_to_matrix(q1), ctx.Rn, r1, ctx.s.r, it.v1,
-                              ctx.s.v, it.w1, ctx.s.w, tmat(it.theta))
+def local_tangent(ga, s, d, th, mode):
+    """The 12×12 block of the model's one element between its two moving bodies at the iterate (d, θ): the
+    step's tangent less that of the bodies alone."""
+    sc = ga.model.scenario
+    bare_sc = dataclasses.replace(sc, connectors=(), loads=())
+    bare = GeneralizedAlpha(Model(bare_sc), bare_sc.integrator)
+    K = ga.iterate(s, DT, d, th, tangent=mode)[1].toarray()
+    Kb = bare.iterate(s, DT, d, th, tangent="consistent")[1].toarray()
+    return K - Kb

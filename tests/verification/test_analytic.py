@@ -12,7 +12,7 @@ from scipy.integrate import solve_ivp
 
 from mbsim.energy import energy_drift
 from mbsim.driver import run
-from mbsim.model.rotations import quat_to_matrix
+from mbsim.kernels.rotations import quat_to_matrix
 from tests.builders import body, damper, scenario, spring, torsional
 
 

@@ -12,7 +12,7 @@ import pytest
 from mbsim.driver import run
 from mbsim.integrators import GeneralizedAlpha
 from mbsim.model.model import Model
-from mbsim.model.rotations import quat_angle
+from mbsim.kernels.rotations import quat_angle
 from mbsim.reference import solve_reference
 from tests.builders import nonlinear_3d
 

@@ -18,7 +18,7 @@ import mbsim.integrators.generalized_alpha as ga_module
 from mbsim.driver import run
 from mbsim.integrators import GeneralizedAlpha
 from mbsim.model.model import Model
-from mbsim.model.rotations import quat_angle
+from mbsim.kernels.rotations import quat_angle
 from mbsim.scenario import load_scenario, scenario_from_dict
 from mbsim.verify import QuantityOrder, StepRun, diagnose, load_kinks, verify
 from tests.builders import nonlinear_3d

@@ -26,25 +26,11 @@ class JointError(ValueError):
     """The joints refuse the scenario (``integrator.joints``: ``redundant: refuse``, ``velocities: refuse``)."""
 
 
-def jacobian(model, kin, target):
-    """G (n_unknowns × 6·n_moving, CSR) and the rows' right sides ``target`` at the state ``kin``."""
-    from ..elements.engine import evaluate_at
-    el, nm = model.elements, model.n_moving
-    ev = evaluate_at(el, kin, "velocity", target=target)
-    rows, cols, vals = [], [], []
-    for e in np.flatnonzero(np.bincount(el.unknown_element, minlength=el.n)):
-        m = int(np.sum(el.unknown_element == e))
-        for side in range(2):
-            body = el.body[e, side]
-            if body >= nm:
-                continue
-            blk = ev.tangent[e, 12:12 + m, 6 * side:6 * side + 6]
-            for i in range(m):
-                rows += [el.first[e] + i] * 6
-                cols += list(range(6 * body, 6 * body + 6))
-                vals += list(blk[i])
-    G = sp.csr_matrix((vals, (rows, cols)), shape=(el.n_unknowns, 6 * nm))
-    return G, ev.residual
+def jacobian(model, r, q, v, w, t: float = 0.0) -> sp.csr_matrix:
+    """The joints' Jacobian G (n_unknowns × 6·n_moving, CSR) at a state (:class:`mbsim.mechanics.Mechanism`)."""
+    from .mechanism import Mechanism
+    mech = Mechanism(model)
+    return mech.jacobian(mech.state(t, r, q, v, w))[1]
 
 
 def bridges(n_nodes: int, edges) -> set:
@@ -116,11 +102,9 @@ def settle(model, scenario) -> None:
     velocities (``model.v0``, ``model.w0``), and fills ``model.joint_notes`` (what to tell the
     user) and ``model.velocity_projection`` ({body: (Δv, Δω)}).  Raises JointError."""
     from ..elements.joints import all_rows, describe_row
-    from .kinematics import Kinematics
     model.joint_notes, model.velocity_projection = [], {}
-    kin = Kinematics.at_state(model.r0, model.q0, model.v0, model.w0)
     Fdot = model.targets([0.0])[0, 1]
-    G, _ = jacobian(model, kin, Fdot)
+    G = jacobian(model, model.r0, model.q0, model.v0, model.w0)
     dependent = dependent_rows(model, G)
     if dependent:
         joints = scenario.joints
@@ -136,7 +120,7 @@ def settle(model, scenario) -> None:
         specs = tuple(replace(s, removed=tuple(dependent.get(k, ()))) for k, s in enumerate(joints))
         model.rebuild_elements(specs)
         Fdot = model.targets([0.0])[0, 1]
-        G, _ = jacobian(model, kin, Fdot)
+        G = jacobian(model, model.r0, model.q0, model.v0, model.w0)
     nm = model.n_moving
     u = np.concatenate((model.v0[:nm], model.w0[:nm]), axis=1).ravel()
     mismatch = G @ u - Fdot
@@ -178,8 +162,7 @@ SINGULAR_MAX_ROWS = 3000  # a dense SVD beyond this costs more than the diagnosi
 def _conditioning(model, r, q, v, w):
     """(smallest / largest singular value of the row-normalised G, per-row weight of the singular
     direction) at a state."""
-    from .kinematics import Kinematics
-    G, _ = jacobian(model, Kinematics.at_state(r, q, v, w), np.zeros(model.elements.n_unknowns))
+    G = jacobian(model, r, q, v, w)
     A = G.toarray()
     norms = np.linalg.norm(A, axis=1)
     if np.any(norms == 0.0):  # an equation with no Jacobian at all

@@ -1,50 +1,29 @@
-"""Compiled body kernels: kinematics of an iterate (THEORY §4) and the body
-residual and tangent (THEORY §5), one loop over bodies; and the scatter of
-local blocks into the global residual and tangent data.
+"""The bodies in a generalized-α step: the kinematics of an iterate (THEORY §4) and the body residual
+and tangent (THEORY §5), one loop over bodies.
 
-Same formulas, same order of operations in spirit, as the numpy code in
-:mod:`mbsim.integrators.generalized_alpha`; tests hold them to rounding.
-Written in the style of :mod:`mbsim.kernels.connectors`: tuples for
-3-vectors, rows of a scratch array for 3×3 work matrices, no array views.
+Tuples for 3-vectors, no array views (:mod:`mbsim.kernels.vec`).  The arguments come in the
+bundles of :mod:`mbsim.integrators.step`: ``consts`` = (dt, c_a, g, γ, α_f, α_m) of the step,
+``start`` = (r, q, v, a, w, α) at t_n, ``pred`` = (a_pred, ω_pred, α_pred) (the parts of a', ω', α'
+that do not depend on the unknowns), ``it`` = (r', q', Λ', T, Ω, v', a', ω', α') of the iterate.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from . import njit
-from .connectors import add_block, cross, dot, mtv, mv, row
+from ..kernels import njit
+from ..kernels.so3 import cay_mv
+from ..kernels.vec import cross, dot, mtv, mv, row
 
 
 @njit(cache=True)
-def cay_mv(t, u, sign):
-    """cay(t) u (``sign`` = 1) or cay(t)ᵀ u = cay(−t) u (``sign`` = −1), for tuples t and u:
-    u + s (sign t×u + ½ (t (t·u) − |t|² u)), s = 4/(4+|t|²) (THEORY §3)."""
-    tt = dot(t, t)
-    s = 4.0 / (4.0 + tt)
-    tu = dot(t, u)
-    x = cross(t, u)
-    return (u[0] + s * (sign * x[0] + 0.5 * (t[0] * tu - tt * u[0])),
-            u[1] + s * (sign * x[1] + 0.5 * (t[1] * tu - tt * u[1])),
-            u[2] + s * (sign * x[2] + 0.5 * (t[2] * tu - tt * u[2])))
-
-
-@njit(cache=True)
-def cay_compose(c, th, i):
-    """th[i] ← the Cayley vector of cay(c)·cay(th[i]): (c + t + ½ c×t) / (1 − ¼ c·t) (the Newton
-    update of θ; ``c`` a tuple)."""
-    t0, t1, t2 = th[i, 0], th[i, 1], th[i, 2]
-    den = 1.0 - 0.25 * (c[0] * t0 + c[1] * t1 + c[2] * t2)
-    th[i, 0] = (c[0] + t0 + 0.5 * (c[1] * t2 - c[2] * t1)) / den
-    th[i, 1] = (c[1] + t1 + 0.5 * (c[2] * t0 - c[0] * t2)) / den
-    th[i, 2] = (c[2] + t2 + 0.5 * (c[0] * t1 - c[1] * t0)) / den
-
-
-@njit(cache=True)
-def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred, al_pred,
-               r1, q1, R1, T, Omega, v1, a1, w1, al1, rates):
-    """r' = r_n + d, q' = quat(cay θ) ⊗ q_n (normalised; q_n itself when θ = 0), Λ', T(θ),
-    Ω = gT − ω̂', and a', v', ω', α' of every body from the step's increments (THEORY §3, §4).
-    T and Ω only with ``rates``: the tangents read them, a residual does not."""
+def kinematics(consts, start, pred, d, th, it, rates):
+    """r' = r_n + d, q' = quat(cay θ) ⊗ q_n (normalised; q_n itself when θ = 0), Λ', and a', v', ω', α' of
+    every body from the step's increments (d, θ) (THEORY §3, §4); T(θ) and Ω = gT − ω̂' only with
+    ``rates`` (the tangents read them, a residual does not)."""
+    dt, c_a, g, gamma = consts[0], consts[1], consts[2], consts[3]
+    rn, qn, vn, an = start[0], start[1], start[2], start[3]
+    a_pred, w_pred, al_pred = pred
+    r1, q1, R1, T, Omega, v1, a1, w1, al1 = it
     for i in range(d.shape[0]):
         t = row(th, i, 0)
         tt = dot(t, t)
@@ -89,13 +68,17 @@ def kinematics(d, th, qn, rn, vn, an, wn, aln, dt, c_a, g, gamma, a_pred, w_pred
 
 
 @njit(cache=True)
-def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, k, Xn, af, am, c_a, g, want_tangent,
-             R, Q, Ktt, scr):
-    """Body residual (THEORY §5) into R and its force scale into Q (both (6·nm,)), and the
-    rotational tangent blocks K_θθ into Ktt (nm, 3, 3) if ``want_tangent``; the loads at n+α
-    are ``F_ext[k]``, ``M_ext[k]`` (F_ext, M_ext: (steps, nm, 3))
-    (``scr``: a connectors.SCRATCH array; S[0] = Λ_nᵀTᵀ, S[1] = inner, S[2] = Λ_α inner)."""
-    S = scr
+def residual(bodies, consts, it, an, Rn, loads, want_tangent, out, S):
+    """Body residual (THEORY §5) into R and its force scale into Q (both (6·nm,)), and the rotational
+    tangent blocks K_θθ into Ktt (nm, 3, 3) if ``want_tangent`` (``out`` = (R, Q, Ktt)).  ``bodies`` =
+    (nm, mass, J_b); ``loads`` = (F_α, M_α, k, Xn): the loads at n+α of step k of the block (F_α[k],
+    M_α[k], (nm, 3)) and Xn, the material inertia terms of t_n; ``an``, ``Rn`` the accelerations and rotation matrices at t_n
+    (``S``: a (6, 3, 3) work array; S[0] = Λ_nᵀTᵀ, S[1] = inner, S[2] = Λ_α inner)."""
+    nm, mass, Jb = bodies
+    c_a, g, af, am = consts[1], consts[2], consts[4], consts[5]
+    R1, T, a1, w1, al1 = it[2], it[3], it[6], it[7], it[8]
+    F_ext, M_ext, k, Xn = loads
+    R, Q, Ktt = out
     for i in range(nm):
         for j in range(3):
             ir = mass[i] * (am * a1[i, j] + (1.0 - am) * an[i, j])
@@ -111,9 +94,9 @@ def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, k, Xn, af, 
         RX = mv(R1, i, X)
         RnX = mv(Rn, i, X)
         for j in range(3):
-            it = af * RX[j] + (1.0 - af) * RnX[j]
-            R[6 * i + 3 + j] = M_ext[k, i, j] - it
-            Q[6 * i + 3 + j] = abs(M_ext[k, i, j]) + abs(it)
+            it_ = af * RX[j] + (1.0 - af) * RnX[j]
+            R[6 * i + 3 + j] = M_ext[k, i, j] - it_
+            Q[6 * i + 3 + j] = abs(M_ext[k, i, j]) + abs(it_)
         if want_tangent:
             # inner = α_m J/(βΔt²) + α_f g (Ŵ J − (JW)^)
             for r in range(3):
@@ -141,41 +124,3 @@ def residual(nm, mass, Jb, R1, Rn, T, a1, an, w1, al1, F_ext, M_ext, k, Xn, af, 
                     Ktt[i, r, q] = S[2, r, 0] * S[0, 0, q] + S[2, r, 1] * S[0, 1, q] + S[2, r, 2] * S[0, 2, q]
             Ktt[i, 0, 1] += af * RX[2]; Ktt[i, 0, 2] -= af * RX[1]; Ktt[i, 1, 0] -= af * RX[2]
             Ktt[i, 1, 2] += af * RX[0]; Ktt[i, 2, 0] += af * RX[1]; Ktt[i, 2, 1] -= af * RX[0]
-
-
-@njit(cache=True)
-def scatter_residual(dofs, res, R, Q):
-    """R[dofs] += res and Q[dofs] += |res| for the local entries of the element instances (dofs, res:
-    (n, W); −1: dropped)."""
-    w = dofs.shape[1]
-    if w == 12:  # no element with own unknowns: a constant bound, which the compiler unrolls
-        for e in range(dofs.shape[0]):
-            for j in range(12):
-                d = dofs[e, j]
-                if d >= 0:
-                    R[d] += res[e, j]
-                    Q[d] += abs(res[e, j])
-        return
-    for e in range(dofs.shape[0]):
-        for j in range(w):
-            d = dofs[e, j]
-            if d >= 0:
-                R[d] += res[e, j]
-                Q[d] += abs(res[e, j])
-
-
-@njit(cache=True)
-def scatter_tangent(pos, K, data):
-    """data[pos] += K for the local tangents of the element instances (pos: (n, W·W), −1: dropped)."""
-    for e in range(pos.shape[0]):
-        add_block(K, e, pos, e, data)
-
-
-@njit(cache=True)
-def scatter_bodies(pos, krr, Ktt, data):
-    """data[pos] = the body blocks: k_rr·I (krr (nm,)) and K_θθ (nm, 3, 3); pos (nm, 18)."""
-    for i in range(pos.shape[0]):
-        for r in range(3):
-            for q in range(3):
-                data[pos[i, 3 * r + q]] += krr[i] if r == q else 0.0
-                data[pos[i, 9 + 3 * r + q]] += Ktt[i, r, q]

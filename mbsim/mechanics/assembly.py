@@ -1,4 +1,4 @@
-"""Scatter of batched local residuals and tangents into the global system.
+"""The scatter of the elements' and bodies' local residuals and tangent blocks into the global system.
 
 Everything structural is computed once per model: the global unknown of
 every local entry, the sparsity pattern of the tangent (in CSC order, which
@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from .model.model import Model
+from ..kernels import njit
 
 
-def element_dofs(model: Model) -> np.ndarray:
+def element_dofs(model) -> np.ndarray:
     """Global unknown of each local entry of every element instance, ``(n, W)`` (W =
     ``model.elements.width``); −1 for a fixed body's entries and past an instance's own unknowns."""
     nm = model.n_moving
@@ -35,7 +35,7 @@ def element_dofs(model: Model) -> np.ndarray:
     return out
 
 
-def unknown_blocks(model: Model) -> tuple[np.ndarray, list]:
+def unknown_blocks(model) -> tuple[np.ndarray, list]:
     """The diagonal block of every unknown for the block LU, and the blocks to eliminate last.
 
     A moving body's 6 unknowns are a block, together with the own unknowns of the element that
@@ -107,7 +107,7 @@ class Assembler:
     nnz : int
     """
 
-    def __init__(self, model: Model):
+    def __init__(self, model):
         self.model = model
         ndof = self.ndof = model.ndof
         nm = model.n_moving
@@ -159,3 +159,55 @@ class Assembler:
         kp = np.full(self._tan_mask.size, -1, dtype=np.int32)
         kp[self._tan_mask] = self.positions[nb:]
         self.el_pos = kp.reshape(-1, self.model.elements.width ** 2)
+
+
+# ------------------------------------------------------------------------------------------------
+# compiled scatter
+# ------------------------------------------------------------------------------------------------
+@njit(cache=True)
+def add_block(K, ke, pos, e, data):
+    """``data[pos[e]] += K[ke]`` (entries −1 of pos: dropped); K (·, W, W), pos (·, W·W)."""
+    w = K.shape[1]
+    if w == 12:  # no element with own unknowns: constant bounds, which the compiler unrolls
+        for r in range(12):
+            for q in range(12):
+                k = pos[e, 12 * r + q]
+                if k >= 0:
+                    data[k] += K[ke, r, q]
+        return
+    for r in range(w):
+        for q in range(w):
+            k = pos[e, w * r + q]
+            if k >= 0:
+                data[k] += K[ke, r, q]
+
+
+@njit(cache=True)
+def scatter_residual(dofs, res, R, Q):
+    """R[dofs] += res and Q[dofs] += |res| for the local entries of the element instances (dofs, res:
+    (n, W); −1: dropped)."""
+    w = dofs.shape[1]
+    if w == 12:  # no element with own unknowns: a constant bound, which the compiler unrolls
+        for e in range(dofs.shape[0]):
+            for j in range(12):
+                d = dofs[e, j]
+                if d >= 0:
+                    R[d] += res[e, j]
+                    Q[d] += abs(res[e, j])
+        return
+    for e in range(dofs.shape[0]):
+        for j in range(w):
+            d = dofs[e, j]
+            if d >= 0:
+                R[d] += res[e, j]
+                Q[d] += abs(res[e, j])
+
+
+@njit(cache=True)
+def scatter_bodies(pos, krr, Ktt, data):
+    """data[pos] += the body blocks: k_rr·I (krr (nm,)) and K_θθ (nm, 3, 3); pos (nm, 18)."""
+    for i in range(pos.shape[0]):
+        for r in range(3):
+            for q in range(3):
+                data[pos[i, 3 * r + q]] += krr[i] if r == q else 0.0
+                data[pos[i, 9 + 3 * r + q]] += Ktt[i, r, q]
