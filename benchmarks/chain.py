@@ -125,73 +125,78 @@ def run_chain(n: int, steps: int, out_dir: str | None, closed: bool = False):
     return summary, setup
 
 
-def phase_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> dict:
-    """Seconds per call of each phase of a Newton iteration at the chain's first step, each compiled
-    kernel called on its own from Python (GeneralizedAlpha.evaluate times bodies, elements and
-    assembly; then the factorization and the solve of the model's linear solver)."""
-    from mbsim.integrators import GeneralizedAlpha
-    from mbsim.model.model import Model
-    sc = scenario_from_dict(chain_dict(n, 10, closed))
-    ga = GeneralizedAlpha(Model(sc), sc.integrator)
-    s = ga.initial_state()
-    ctx = ga.prepare(s, DT)
-    d, th = ga.predict(s, DT)
-    it = ga.evaluate(ctx, d, th, "consistent")
-    ga.solver.solve(it.data.copy(), it.R)  # compiled kernels loaded before timing
-    reps, spent = 0, 0.0
-    for k in ga.timing:
-        ga.timing[k] = 0.0
-    factor = solve = 0.0
-    while spent < seconds:
-        t0 = time.perf_counter()
-        it = ga.evaluate(ctx, d, th, "consistent")
-        t1 = time.perf_counter()
-        lu = ga.solver.factorize(it.data)
-        t2 = time.perf_counter()
-        lu(it.R)
-        t3 = time.perf_counter()
-        factor += t2 - t1
-        solve += t3 - t2
-        spent += t3 - t0
-        reps += 1
-    out = {k: ga.timing[k] / reps for k in ("bodies", "elements", "assembly")}
-    out.update(factorization=factor / reps, solve=solve / reps)
-    return out
-
-
-def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> float:
-    """Time of the frame kernel for one frame of the N-body chain, called from
-    compiled code as the compiled loop calls it (:func:`mbsim.kernels.stepper.frame`;
-    a call from Python would add the unboxing of its 35 arguments)."""
+def _repeat(kernel, args, seconds: float) -> float:
+    """Seconds per call of the compiled ``kernel`` (an mbsim Kernel), called from compiled code as the
+    compiled loop calls it (a call from Python would add the unboxing of its arguments)."""
     from numba import njit
-
-    from mbsim.diagnostics import FRAME_BUFFER_KEYS, frame_buffers
-    from mbsim.integrators import GeneralizedAlpha
-    from mbsim.kernels import stepper
-    from mbsim.model.model import Model
-
-    frame = stepper.frame.dispatcher  # the compiled function itself (mbsim.kernels.Kernel)
+    fn = kernel.dispatcher
 
     @njit
-    def repeat(reps, *args):
+    def repeat(reps, args):
         for _ in range(reps):
-            frame(*args)
+            fn(*args)
 
-    sc = scenario_from_dict(chain_dict(n, 10, closed))
-    model = Model(sc)
-    s = GeneralizedAlpha(model, sc.integrator).initial_state()
-    buffers = frame_buffers(model.n_bodies, model.n_connectors, 1)
-    args = (s.r, s.q, s.v, s.w, s.a, s.al, np.zeros(2), np.zeros(model.elements.n_unknowns), np.zeros(model.elements.n_unknowns), model.mass, model.inertia, model.gravity,
-            *stepper.element_arguments(model), model.order.astype(np.int64), *(buffers[k] for k in FRAME_BUFFER_KEYS))
-    repeat(1, *args)
+    repeat(1, args)
     reps = 1
     while True:
         t0 = time.perf_counter()
-        repeat(reps, *args)
+        repeat(reps, args)
         elapsed = time.perf_counter() - t0
         if elapsed >= seconds:
             return elapsed / reps
         reps *= 4
+
+
+def phase_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> dict:
+    """Seconds per call of each phase of a Newton iteration at the chain's first step, each compiled
+    kernel called on its own: the step's residual and tangent as the loop evaluates them (bodies,
+    elements, scatter: mbsim.integrators.step.evaluate), every element at the state with derivatives
+    (mbsim.mechanics.evaluate.at_state), then the factorization and the solve of the linear solver."""
+    from mbsim.elements.base import DERIVATIVES
+    from mbsim.integrators import GeneralizedAlpha
+    from mbsim.integrators import step as ks
+    from mbsim.kernels import lu as klu
+    from mbsim.kernels.rotations import quat_to_matrix
+    from mbsim.mechanics import evaluate as kev
+    from mbsim.model.model import Model
+    sc = scenario_from_dict(chain_dict(n, 10, closed))
+    ga = GeneralizedAlpha(Model(sc), sc.integrator)
+    s = ga.initial_state()
+    args, (R, Q, data, _, _, _) = ga.evaluation(s, DT, tangent="consistent")
+    out = {"evaluation": _repeat(ks.evaluate, args, seconds)}
+    mech = ga.mechanism
+    own = (np.zeros(ga.model.elements.n_unknowns),) * 2
+    out["elements"] = _repeat(kev.at_state, (mech.el, (quat_to_matrix(s.q), s.r, np.zeros((0, 3)), s.v, s.w), own, 0.0,
+                                             DERIVATIVES, kev.work(ga.model.elements.n), mech._all), seconds)
+    lu = ga.solver.lu
+    factors, piv = np.zeros(ga.solver.factor_size), np.zeros(ga.model.ndof, np.int64)
+    ks.evaluate(*args)
+    work = data.copy()
+    out["factorization"] = _repeat(klu.factorize, (lu, work, factors if lu[0] else work, piv), seconds)
+    x, sw = np.empty(ga.model.ndof), np.empty(max(18 * ga.model.n_moving, ga.model.ndof))
+    out["solve"] = _repeat(klu.solve, (lu, factors if lu[0] else work, piv, R, x, sw), seconds)
+    return out
+
+
+def frame_kernel_seconds(n: int, seconds: float = 0.2, closed: bool = False) -> float:
+    """Time of the frame kernel for one frame of the N-body chain (mbsim.mechanics.frames.frame_row),
+    called from compiled code as the compiled loop calls it."""
+    from mbsim.integrators import GeneralizedAlpha
+    from mbsim.mechanics import frames as kfr
+    from mbsim.model.model import Model
+    sc = scenario_from_dict(chain_dict(n, 10, closed))
+    model = Model(sc)
+    ga = GeneralizedAlpha(model, sc.integrator)
+    s = ga.initial_state()
+    mech = ga.mechanism
+    bufs = kfr.buffers(model.n_bodies, model.n_connectors, 1)
+    x, y, dy, arms = mech._work
+    n_own = model.elements.n_unknowns
+    args = ((model.mass, model.inertia, model.gravity, model.order.astype(np.int64)),
+            (s.r, s.q, s.v, s.w, s.a, s.al, np.zeros(2)), (np.zeros(n_own), np.zeros(n_own), 0.0), mech.el, mech.elx,
+            (np.empty((model.n_all, 3, 3)), x, y, dy, arms, mech._all, np.empty(9), np.zeros((0, 3))),
+            tuple(bufs[k] for k in kfr.BUFFERS), 0)
+    return _repeat(kfr.frame_row, args, seconds)
 
 
 def choose_steps(n: int, seconds: float, out_dir: str | None, closed: bool = False) -> int:
@@ -256,9 +261,10 @@ def main(argv=None) -> int:
     return 0
 
 
-PHASES = [("bodies", "body kinematics, residual, tangent"), ("elements", "element laws (all kinds)"),
-          ("assembly", "scatter into R and K"), ("factorization", "LU factorization"),
+PHASES = [("evaluation", "residual and tangent (bodies, elements, scatter)"),
+          ("elements", "the elements at a state, with derivatives"), ("factorization", "LU factorization"),
           ("solve", "triangular solves")]
+SUMMED = ("evaluation", "factorization", "solve")
 
 
 def print_profile(profiles) -> None:
@@ -270,7 +276,7 @@ def print_profile(profiles) -> None:
     for key, label in PHASES:
         print(f"{key + ': ' + label:<44}" + "".join(f"{1e6 * ph[key]:>10.1f}        " for _, _, ph, _ in profiles))
     print(f"{'sum of the phases':<44}" + "".join(
-        f"{1e6 * sum(ph.values()):>10.1f}        " for _, _, ph, _ in profiles))
+        f"{1e6 * sum(ph[k] for k in SUMMED):>10.1f}        " for _, _, ph, _ in profiles))
     print(f"{'compiled loop, per Newton iteration':<44}" + "".join(
         f"{1e6 * s.wall_time_s / max(s.newton_iterations, 1):>10.1f}        " for _, s, _, _ in profiles))
     cells = []

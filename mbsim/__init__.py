@@ -21,7 +21,7 @@ __version__ = "0.1.0"
 _LAZY = {
     "simulate": "api", "load": "api", "Result": "api", "SimulationError": "api", "OverrideError": "api",
     "UnknownNameError": "api", "ScenarioError": "scenario", "OutputFileError": "driver",
-    "ResultFileError": "io.reader", "ResourceError": "resources", "JointError": "model.constraints",
+    "ResultFileError": "io.reader", "ResourceError": "resources", "JointError": "mechanics.joints",
     "sweep": "study", "StudyError": "study",
 }
 
@@ -31,7 +31,7 @@ if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ does it
     from .api import OverrideError, Result, SimulationError, UnknownNameError, load, simulate  # noqa: F401
     from .driver import OutputFileError  # noqa: F401
     from .io.reader import ResultFileError  # noqa: F401
-    from .model.constraints import JointError  # noqa: F401
+    from .mechanics.joints import JointError  # noqa: F401
     from .resources import ResourceError  # noqa: F401
     from .scenario import ScenarioError  # noqa: F401
     from .study import StudyError, sweep  # noqa: F401

@@ -366,7 +366,7 @@ def _joint_reactions_measurable(scenario: Scenario) -> tuple:
     if not scenario.joints:
         return False, []
     from .model.model import Model
-    from .model.constraints import JointError
+    from .mechanics.joints import JointError
     try:
         removed = [j.name for j in Model(scenario).joints if j.removed]
     except JointError:  # refused: the runs fail and say why

@@ -424,25 +424,70 @@ class GeneralizedAlpha:
                        a_prev2=None, al_prev2=None, dt_prev2=0.0, lam_prev2=None, lam_gap2=0.0)
 
     # ------------------------------------------------------------------
-    def iterate(self, s: State, dt: float, d: np.ndarray, th: np.ndarray, lam=None, tangent: Optional[str] = None):
-        """The residual of the step from ``s`` by ``dt`` at the iterate with increments ``(d, θ)`` (n_all, 3)
-        and own unknowns ``lam`` (physical; zero when not given), and with ``tangent`` ('consistent',
-        'seed') its tangent K = −∂R/∂u (scipy CSC): the compiled loop's own evaluation
-        (:func:`mbsim.integrators.step.evaluate`), for the finite-difference tests.  Returns ``(R, K)``."""
+    def iterate(self, s: State, dt: float, d=None, th=None, lam=None, tangent: Optional[str] = None,
+                blocks: bool = False) -> "Iterate":
+        """The step from ``s`` by ``dt`` at the iterate with increments ``(d, θ)`` (n_all, 3; default: where
+        Newton starts, :meth:`predict`) and own unknowns ``lam`` (physical; default those of ``s``): its
+        residual, and with ``tangent`` ('consistent', 'seed') its tangent K = −∂R/∂u (scipy CSC) -- the
+        compiled loop's own evaluation (:func:`mbsim.integrators.step.evaluate`), for the finite-difference
+        tests and for diagnosis; with ``blocks`` each element instance's block (n, W, W) of the tangent,
+        before the scatter."""
         import scipy.sparse as sp
+        args, (R, Q, data, it, pred, out_blocks) = self.evaluation(s, dt, d, th, lam, tangent, blocks)
+        failed = ks.evaluate(*args)
+        K = None
+        if tangent is not None:
+            asm = self.mechanism.assembler
+            K = sp.csc_matrix((self.solver.to_csc(data), asm.indices, asm.indptr), shape=(asm.ndof, asm.ndof))
+        p = self.params
+        d, th = args[6]
+        return Iterate(R=R, Q=Q, K=K, data=data, blocks=out_blocks if blocks else None, d=d, theta=th, r1=it[0],
+                       q1=it[1], v1=it[5], a1=it[6], w1=it[7], al1=it[8], a_pred=pred[0], w_pred=pred[1],
+                       al_pred=pred[2], g=p.gamma / (p.beta * dt), c_a=1.0 / (p.beta * dt * dt), failed=int(failed))
+
+    def evaluation(self, s: State, dt: float, d=None, th=None, lam=None, tangent: Optional[str] = None,
+                   blocks: bool = False) -> tuple:
+        """The arguments of the compiled evaluation of :meth:`iterate` (:func:`mbsim.integrators.step.evaluate`)
+        and the arrays it fills, ``(R, Q, data, iterate, predictor, blocks)`` (benchmarks/chain.py times it)."""
+        m = self.model
+        if d is None or th is None:
+            d, th = self.predict(s, dt)
         times = s.t + dt * np.arange(2)
         b = self._block(s, times[None, :], 1)
         lam1 = self._lam(s) if lam is None else np.ascontiguousarray(lam, dtype=float)
-        R = np.zeros(self.model.ndof)
-        data = np.zeros(self.mechanism.assembler.size)
+        n = m.n_all
+        it = (np.empty((n, 3)), np.empty((n, 4)), np.empty((n, 3, 3)), np.empty((n, 3, 3)), np.empty((n, 3, 3)),
+              np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)))
+        pred = (np.empty((n, 3)), np.empty((n, 3)), np.empty((n, 3)))
+        R, Q, data = np.zeros(m.ndof), np.zeros(m.ndof), np.zeros(self.mechanism.assembler.size)
         args = self._arguments(b, 1, 1, False, dt)
-        ks.evaluate(args[0][:4] + (ks.TANGENTS[tangent] if tangent else ks.NO_TANGENT,), *args[1:5], b["state"],
-                    (np.ascontiguousarray(d, dtype=float), np.ascontiguousarray(th, dtype=float)), lam1, (R, data))
-        if tangent is None:
-            return R, None
-        asm = self.mechanism.assembler
-        K = sp.csc_matrix((self.solver.to_csc(data), asm.indices, asm.indptr), shape=(asm.ndof, asm.ndof))
-        return R, K
+        el = m.elements
+        if blocks:  # no scatter positions: the blocks are returned
+            bodies, el_arrays, elx = args[2]
+            args = args[:2] + ((bodies, el_arrays, elx[:7] + (np.zeros((0, el.width ** 2), np.int32),) + elx[8:]),) \
+                + args[3:]
+        out = (R, Q, data, it, pred, np.zeros((el.n, el.width, el.width) if blocks else (0, el.width, el.width)))
+        inc = (np.array(d, dtype=float), np.array(th, dtype=float))
+        plan = args[0][:4] + (ks.TANGENTS[tangent] if tangent else ks.NO_TANGENT,)
+        return (plan, *args[1:5], b["state"], inc, lam1, out), out
+
+    def predict(self, s: State, dt: float):
+        """Where the Newton iteration of the step from ``s`` by ``dt`` starts (docs/newton.md): the increments
+        ``(d, θ)`` (n_all, 3), from the compiled loop's own predictor."""
+        times = s.t + dt * np.arange(2)
+        b = self._block(s, times[None, :], 1)
+        n = self.model.n_all
+        d, th = np.zeros((n, 3)), np.zeros((n, 3))
+        args = self._arguments(b, 1, 1, False, dt)
+        ks.predict(args[0], args[1], args[2], args[4], b["state"], (d, th), np.empty(self.model.elements.n_unknowns))
+        return d, th
+
+    @staticmethod
+    def increments(s: State, r1: np.ndarray, q1: np.ndarray):
+        """The increments ``(d, θ)`` of the iterate with positions ``r1`` and unit quaternions ``q1`` from ``s``:
+        ``r1 − r`` and the Cayley vector of ``Λ1 Λᵀ`` (THEORY §3)."""
+        from ..kernels.rotations import cayvec_quat, quat_conj, quat_mul
+        return r1 - s.r, cayvec_quat(quat_mul(q1, quat_conj(s.q)))
 
     def update(self, d: np.ndarray, th: np.ndarray, du: np.ndarray):
         """The increments after a Newton correction of the bodies ``du`` (6 n_moving): ``d + Δr`` and the
@@ -454,3 +499,33 @@ class GeneralizedAlpha:
         d[:nm] += du[:, :3]
         th[:nm] = cay_compose(du[:, 3:], th[:nm])
         return d, th
+
+
+@dataclass(frozen=True, eq=False)
+class Iterate:
+    """A Newton iterate of a step (:meth:`GeneralizedAlpha.iterate`): the residual ``R`` and the magnitudes
+    summed into its rows ``Q`` (ndof,), the tangent ``K`` (None when not asked) and ``data`` (the same in the
+    linear solver's storage), the element instances' blocks (with ``blocks``), the increments ``d``,
+    ``theta``, the iterate's positions, unit quaternions, velocities, accelerations, angular velocities and
+    angular accelerations (n_all, ·), the parts of a', ω', α' that do not depend on the unknowns, the
+    step's g = γ/(βΔt) and c_a = 1/(βΔt²), and the first element instance undefined there (−1: none)."""
+
+    R: np.ndarray
+    Q: np.ndarray
+    K: object
+    data: np.ndarray
+    blocks: Optional[np.ndarray]
+    d: np.ndarray
+    theta: np.ndarray
+    r1: np.ndarray
+    q1: np.ndarray
+    v1: np.ndarray
+    a1: np.ndarray
+    w1: np.ndarray
+    al1: np.ndarray
+    a_pred: np.ndarray
+    w_pred: np.ndarray
+    al_pred: np.ndarray
+    g: float
+    c_a: float
+    failed: int

@@ -111,6 +111,7 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
     dofs, pos = elx[6], elx[7]
     x, y, dy, arms, res, K1, cache, Gb = wk
     tdata, R, Q = out
+    direct = pos.shape[0] > 0  # the blocks straight into the solver's storage; else into K1[e] (n, W, W)
     want = DERIVATIVES if tangent != NO_TANGENT else VALUES
     bf = 1.0 - af
     failed = -1
@@ -156,17 +157,19 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
             else:
                 vmap = (g, of_array(Om, a), of_array(Om, b), row(w1, a, 0), row(w1, b, 0))
                 geometric = True
-            force_block(K1, 0, dy, e, mk, row(y, e, Y_P), arms4, vmap, (af, af), geometric)
+            ke = 0 if direct else e
+            force_block(K1, ke, dy, e, mk, row(y, e, Y_P), arms4, vmap, (af, af), geometric)
             if m:  # the own unknowns' rows and columns: k G(q') and k G_α (THEORY §11)
                 body_rows(dy, e, m, (arms4[2], arms4[3]), Gb, 0)
                 for i in range(m):
                     k = scale[first[e] + i]
                     for c in range(12):
-                        K1[0, 12 + i, c] = k * Gb[i, c]
-                        K1[0, c, 12 + i] = k * (af * Gb[i, c] + bf * cache[e, 12 * (1 + i) + c])
+                        K1[ke, 12 + i, c] = k * Gb[i, c]
+                        K1[ke, c, 12 + i] = k * (af * Gb[i, c] + bf * cache[e, 12 * (1 + i) + c])
                     for c in range(12, 12 + m):
-                        K1[0, 12 + i, c] = 0.0
-            add_block(K1, 0, pos, e, tdata)
+                        K1[ke, 12 + i, c] = 0.0
+            if direct:
+                add_block(K1, ke, pos, e, tdata)
     scatter_residual(dofs, res, R, Q)
     return failed
 
@@ -582,19 +585,34 @@ def _workspace(plan, params, model, solver, state, max_it):
 def evaluate(plan, params, model, loads, solver, state, inc, lam, out):
     """The residual (and with ``plan[4]`` the tangent) of the first step of ``loads`` from ``state`` at the
     iterate with increments ``inc`` = (d, θ) and own unknowns ``lam``: the step's preparation
-    (:func:`_prepare`) and :func:`_evaluate`, as the loop runs them, into ``out`` = (R, data).
-    Returns the first element instance a law finds undefined there, or −1."""
+    (:func:`_prepare`) and :func:`_evaluate`, as the loop runs them.  ``out`` = (R, Q, data, it, pred,
+    blocks) receives the residual, the magnitudes summed into its rows, the tangent (in the solver's
+    storage), the iterate's kinematics (r', q', Λ', T, Ω, v', a', ω', α'), the parts of a', ω', α' that do
+    not depend on the unknowns (a_pred, ω_pred, α_pred) and, when ``blocks`` is (n, W, W) and the
+    model's ``elx`` has no scatter positions, every element instance's block.  Returns the first element instance a law finds
+    undefined there, or −1."""
     tangent = plan[4]
-    consts, mdl, it, pred, Xn, _, ewk, S, pw, (data, R, Q, Ktt), _, _, scale, _, _, _, _, _ = \
+    consts, mdl, _, _, Xn, _, ewk, S, pw, (_, _, _, Ktt), _, _, scale, _, _, _, _, _ = \
         _workspace(plan, params, model, solver, state, 1)
     F_alpha, M_alpha, TG, TT = loads[0], loads[1], loads[4], loads[7]
     r, q, v, a, w, al = state[0], state[1], state[2], state[3], state[4], state[5]
+    R, Q, data, it, pred, blocks = out
+    if blocks.shape[0] > 0:  # each instance's block returned (the caller's ``elx`` has no scatter positions)
+        ewk = ewk[:5] + (blocks,) + ewk[6:]
+    pw = (pw[0], pred[0], pred[1], pred[2]) + pw[4:]
     _prepare(consts, TT[0, 0], mdl, (r, q, v, a, w, al), pw)
     stp = (consts, (TT[0, 0], TT[0, 1]), (F_alpha, M_alpha, 0), Xn, pw[0], pred)
-    R_out, data_out = out
-    failed = _evaluate(tangent, stp, (r, q, v, a, w, al), inc, it, mdl, (lam, scale, TG[0, 1, 0]), (ewk, S),
-                       (data_out, R_out, Q, Ktt))
-    return failed
+    return _evaluate(tangent, stp, (r, q, v, a, w, al), inc, it, mdl, (lam, scale, TG[0, 1, 0]), (ewk, S),
+                     (data, R, Q, Ktt))
+
+
+@njit(cache=True)
+def predict(plan, params, model, solver, state, inc, lam1):
+    """Where the Newton iteration of a step from ``state`` starts (:func:`_predict`): the increments into
+    ``inc`` = (d, θ) and the own unknowns into ``lam1``."""
+    consts, mdl, _, _, _, _, _, _, pw, _, _, _, _, _, _, _, _, _ = _workspace(plan, params, model, solver, state, 1)
+    r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = state
+    _predict(consts, model[0][0], (v, a, w, al, lam), (a_prev, al_prev, prev_dt, lam_prev, lam_gap), inc, lam1)
 
 
 @njit(cache=True)

@@ -28,7 +28,7 @@ import numpy as np
 
 NUMBA = importlib.util.find_spec("numba") is not None
 
-_COMPILED_SOURCES = (Path(__file__).parent, Path(__file__).parent.parent / "elements")
+_COMPILED_SOURCES = tuple(Path(__file__).parent.parent / d for d in ("kernels", "elements", "mechanics", "integrators"))
 _ON_NUMBA: list[Callable[[], None]] = []  # run once numba is imported (overload registrations)
 _ready = False
 

@@ -83,13 +83,13 @@ def outputs(el, elx, y, x, out):
                     else:
                         et += phi * phi
                 for j in range(3):
-                    j_force[c, j] = -y[e, Y_P + j]
+                    j_force[c, j] = 0.0 - y[e, Y_P + j]  # (a zero is +0)
                     j_moment[c, j] = y[e, Y_P + 3 + j]
                 j_error[c, 0] = np.sqrt(et)
                 j_error[c, 1] = np.sqrt(er)
                 continue
             for j in range(3):
-                force[c, j] = -y[e, Y_P + j]
+                force[c, j] = 0.0 - y[e, Y_P + j]
                 moment[c, j] = y[e, Y_P + 3 + j]
             if points:
                 length[c] = np.sqrt(x[e, 0] * x[e, 0] + x[e, 1] * x[e, 1] + x[e, 2] * x[e, 2])

@@ -456,7 +456,7 @@ def test_a_run_too_large_raises_the_documented_resource_error():
     with pytest.raises(mbsim.ResourceError, match=r"steps.*allow_large=True from Python"):
         mbsim.simulate(FLIGHT, end=1e9)
     assert "ResourceError" in mbsim.simulate.__doc__ and "JointError" in mbsim.simulate.__doc__
-    from mbsim.model.constraints import JointError
+    from mbsim.mechanics.joints import JointError
     from mbsim.resources import ResourceError
     assert mbsim.ResourceError is ResourceError and mbsim.JointError is JointError
 

@@ -462,9 +462,8 @@ for args in sys.argv[1:]:
     assert main(args.split()) == 0, args
 r = mbsim.load(sys.argv[1].split()[1])
 r.body(r.bodies[0]).position, r.energy.drift, r.energy.balance, r.to_xarray()
-heavy = sorted(m for m in sys.modules if m == "numba" or m.startswith(("mbsim.integrators", "mbsim.kernels.stepper",
-                                                                      "mbsim.driver", "mbsim.model.model",
-                                                                      "mbsim.elements.engine")))
+heavy = sorted(m for m in sys.modules if m == "numba" or m.startswith(("mbsim.integrators", "mbsim.mechanics",
+                                                                      "mbsim.driver", "mbsim.model.model")))
 print("IMPORTED:" + " ".join(heavy), file=sys.stderr)
 """
 

@@ -232,7 +232,7 @@ def ring(n):
 @pytest.mark.parametrize("topology", ["chain", "ring"])
 @pytest.mark.parametrize("modified", [True, False])
 def test_compiled_step_loop_follows_the_python_newton_step(modified, topology):
-    """Blocks of steps in the compiled loop (mbsim.kernels.stepper) against the Python step it
+    """Blocks of steps in the compiled loop (mbsim.integrators.step) against the Python step it
     mirrors (forced by an on_step callback): the same trajectory to the Newton tolerance, the same
     work, and the same energy integrals -- with the block tree LU (a chain) and the dense LU (a ring)."""
     from tests.unit.test_model import chain
@@ -379,7 +379,7 @@ def test_an_interrupt_inside_the_frame_bookkeeping_still_ends_cleanly(monkeypatc
 
 SPECIALIZATIONS = r"""
 import dataclasses, importlib, json, pkgutil, sys
-import mbsim.elements, mbsim.kernels
+import mbsim.elements, mbsim.integrators, mbsim.kernels, mbsim.mechanics
 from mbsim.kernels import Kernel
 from mbsim import driver
 from mbsim.driver import run
@@ -394,7 +394,7 @@ for path in sys.argv[1:]:
     adaptive = dataclasses.replace(sc, time=dataclasses.replace(sc.time, adaptive=True))
     assert run(adaptive, None, write=False, end=0.05).status == "completed"
 counts, differ = {}, {}
-for pkg in (mbsim.kernels, mbsim.elements):
+for pkg in (mbsim.kernels, mbsim.elements, mbsim.mechanics, mbsim.integrators):
   for m in pkgutil.iter_modules(pkg.__path__):
     mod = importlib.import_module(f"{pkg.__name__}.{m.name}")
     for name, obj in vars(mod).items():
@@ -433,5 +433,5 @@ def test_every_compiled_entry_point_has_one_specialization():
     assert done.returncode == 0, done.stderr
     out = json.loads(done.stdout.strip().splitlines()[-1])
     counts, differ = out["counts"], out["differ"]
-    assert "stepper.run" in counts and "engine.evaluate" in counts and "stepper.frame" in counts
+    assert "step.run" in counts and "frames.frame_row" in counts and "evaluate.at_state" in counts
     assert all(n == 1 for n in counts.values()), {k: differ[k] for k, n in counts.items() if n > 1}

@@ -117,39 +117,24 @@ MUTANTS = r"""
 # rows says, instance by instance, which mutation to apply (0: none) -- one compilation serves all cases.
 import json, sys
 import numpy as np
-from mbsim.elements import ELEMENTS, FORCE, MOMENT, POWER
+from mbsim.elements import ELEMENTS
 from mbsim.elements import base
 from mbsim.kernels import njit
-from mbsim.kernels.connectors import PREPARE
 from tests.regression import test_regression as tr
 
 def mutant(law):
     @njit(cache=False)
-    def wrong(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K, out,
-              pos, data, scr, cache):
-        failed = law(lo, hi, body, p, first, lam, scale, target, af, g, mode, r1, rn, dr, R1, Rn, v1, vn, w1, wn, T, Om, res, K,
-                     out, pos, data, scr, cache)
-        if mode == PREPARE:  # the step's constants: the law wrote nothing else
-            return failed
+    def wrong(lo, hi, p, x, t, want, y, dy):
+        failed = law(lo, hi, p, x, t, want, y, dy)
         last = p.shape[1] - 1
         for e in range(lo, hi):
-            how = p[e, last]
-            if how == 1.0:  # the action's sign flipped (its tangent blocks as well when they are returned)
-                for j in range(12):
-                    res[e, j] = -res[e, j]
-                for j in range(6):
-                    out[e, FORCE + j] = -out[e, FORCE + j]
-                out[e, POWER] = -out[e, POWER]
-                if mode != 0 and pos.shape[0] == 0:
-                    for r in range(12):
-                        for c in range(12):
-                            K[e, r, c] = -K[e, r, c]
-            elif how == 2.0:  # the moments z × f of the point forces about the body centres left out
-                for j in range(3):
-                    res[e, j] = out[e, FORCE + j]
-                    res[e, 3 + j] = out[e, MOMENT + j]
-                    res[e, 6 + j] = -out[e, FORCE + j]
-                    res[e, 9 + j] = -out[e, MOMENT + j]
+            if p[e, last] == 1.0:  # the action's sign flipped (its derivatives as well)
+                for j in range(9):
+                    y[e, base.Y_P + j] = -y[e, base.Y_P + j]
+                y[e, base.Y_POWER] = -y[e, base.Y_POWER]
+                if want & base.DERIVATIVES:
+                    for j in range(base.DG):
+                        dy[e, j] = -dy[e, j]
         return failed
     return wrong
 
@@ -160,8 +145,11 @@ init = base.Elements.__init__
 
 def with_mutation_column(self, kinds, connectors, *args):
     init(self, kinds, connectors, *args)
-    code = np.array([CURRENT["how"] if self.kinds[k].type == CURRENT["kind"] else 0.0 for k in self.kind])
+    mine = np.array([self.kinds[k].type == CURRENT["kind"] for k in self.kind], dtype=bool)
+    code = np.where(mine, CURRENT["how"], 0.0)
     self.data = np.ascontiguousarray(np.concatenate((self.data, code.reshape(-1, 1)), axis=1))
+    if CURRENT["how"] == 2.0:  # its points moved to the bodies' centres: no moments z × f about them
+        self.arms[mine] = 0.0
 
 base.Elements.__init__ = with_mutation_column
 caught = {}
@@ -179,16 +167,16 @@ for kind, how, paths in json.loads(sys.argv[1]):
         if bad:
             verdict = f"caught by {tr.Path(path).stem}: {', '.join(bad)}"
             break
-    caught[f"{kind}: {['', 'flipped sign', 'arm moment left out'][how]}"] = verdict
+    caught[f"{kind}: {['', 'flipped sign', 'points at the centres'][how]}"] = verdict
 print(json.dumps(caught))
 """
 
 
 def _mutations():
     """(kind, mutation code, example paths) for every registered element kind: its action's sign
-    flipped (1), and for the kinds that act at points, the moments z × f of their forces about the body
-    centres left out (2); the examples with a reference that use the kind, the cheapest first (bodies
-    × steps: a mutant that is not caught runs the whole example)."""
+    flipped (1), and for the kinds that act at points, its points moved to the bodies' centres (2: the
+    moments z × f of its forces about them gone); the examples with a reference that use the kind, the
+    cheapest first (bodies × steps: a mutant that is not caught runs the whole example)."""
     from mbsim.elements import ELEMENTS
     out = []
     for k in ELEMENTS:
@@ -196,7 +184,7 @@ def _mutations():
                        if (REFERENCE_DIR / f"{p.stem}.h5").exists()
                        for sc in [load_scenario(str(p))]
                        if any(c.type == k.type for c in (*sc.connectors, *sc.joints)))
-        for how in (1, 2) if k.arms is not None else (1,):
+        for how in (1, 2) if k.points is not None else (1,):
             out.append((k.type, how, [p for _, p in using]))
     return out
 
@@ -223,7 +211,7 @@ def start_mutants(folder):
 
 def test_the_suite_fails_on_a_wrong_model(request, tmp_path):
     """The checks above, on the examples that use each registered element kind, with that kind's
-    compiled law deliberately wrong (its action's sign flipped; its arm moments left out), must fail
+    compiled law deliberately wrong (its action's sign flipped; its points at the centres), must fail
     for at least one example each.  In a fresh process whose numba cache is its own, so that the
     mutants never reach the real cache (started early by tests/conftest.py when it can be)."""
     import json

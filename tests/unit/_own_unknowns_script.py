@@ -14,7 +14,7 @@ E.register(Rod)
 from scipy.integrate import solve_ivp  # noqa: E402
 
 from mbsim import linalg  # noqa: E402
-from mbsim.assembly import unknown_blocks  # noqa: E402
+from mbsim.mechanics.assembly import unknown_blocks  # noqa: E402
 from mbsim.integrators import GeneralizedAlpha  # noqa: E402
 from mbsim.model.model import Model  # noqa: E402
 from mbsim.scenario import scenario_from_dict  # noqa: E402
@@ -83,21 +83,20 @@ nm, n = model.n_moving, model.n_all
 v, a, w, al = (np.zeros((n, 3)) for _ in range(4))
 v[:nm], a[:nm], w[:nm], al[:nm] = (rng.normal(size=(nm, 3)) * f for f in (1.0, 3.0, 3.0, 10.0))
 s = replace(s0, v=v, a=a, w=w, al=al)
-ctx = ga.prepare(s, 0.01)
+dt = 0.01
 dd, th = np.zeros((n, 3)), np.zeros((n, 3))
 dd[:nm], th[:nm] = rng.normal(size=(nm, 3)) * 0.05, rng.normal(size=(nm, 3)) * 0.4
 lam = np.array([17.0, -4.0])
-scale = model.unknown_reference * ctx.c_a
+scale = model.unknown_reference / (ga.params.beta * dt * dt)
 nd = model.ndof
-it = ga.evaluate(ctx, dd, th, "consistent", lam)
-K = ga.tangent_matrix(it.data).toarray()
+K = ga.iterate(s, dt, dd, th, lam, "consistent").K.toarray()
 Kfd = np.empty((nd, nd))
 eps = 1e-6
 for j in range(nd):
     du = np.zeros(nd)
     du[j] = eps
-    Rp = ga.evaluate(ctx, *ga.update(dd, th, du[:6 * nm]), lam=lam + scale * du[6 * nm:]).R
-    Rm = ga.evaluate(ctx, *ga.update(dd, th, -du[:6 * nm]), lam=lam - scale * du[6 * nm:]).R
+    Rp = ga.iterate(s, dt, *ga.update(dd, th, du[:6 * nm]), lam + scale * du[6 * nm:]).R
+    Rm = ga.iterate(s, dt, *ga.update(dd, th, -du[:6 * nm]), lam - scale * du[6 * nm:]).R
     Kfd[:, j] = -(Rp - Rm) / (2 * eps)
 out["tangent"] = {"ndof": nd, "error": float(np.abs(K - Kfd).max() / np.abs(Kfd).max()),
                   "own_rows": float(np.abs(Kfd[6 * nm:]).max()), "own_cols": float(np.abs(Kfd[:, 6 * nm:]).max())}

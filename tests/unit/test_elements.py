@@ -16,12 +16,13 @@ from pathlib import Path
 import numpy as np
 
 from mbsim.elements import ELEMENTS
-from mbsim.elements.engine import LAW_ARGUMENTS, evaluate_at
 from mbsim.integrators import GeneralizedAlpha
+from mbsim.mechanics import Mechanism
+from mbsim.mechanics.laws import LAW_ARGUMENTS
 from mbsim.model.model import Model
 from tests.builders import scenario
 from tests.unit.test_joints import CASES as JOINT_CASES, _scenario as _joint_scenario
-from tests.unit.test_tangents import CASES, EXAMPLES, _kin, random_iterate, random_state, two_bodies
+from tests.unit.test_tangents import CASES, EXAMPLES, random_iterate, random_state, two_bodies
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -40,20 +41,26 @@ def every_kind_scenario():
 
 
 def snapshot(path=None):
-    """Element outputs at a random iterate (no tangent, consistent, seed) and three compiled-loop steps."""
+    """Every element at a state (forces and their derivatives, through the mechanism at a state), the
+    step's residual and tangent at a random iterate (no tangent, consistent, seed; the blocks of every
+    instance too) and three compiled-loop steps."""
     sc = every_kind_scenario()
     ga = GeneralizedAlpha(Model(sc), sc.integrator)
     rng = np.random.default_rng(8)
     s = random_state(ga.model, rng)
     d, th = random_iterate(ga.model, s, rng)
-    ctx = ga.prepare(s, 0.01)
     out = {}
+    ev = Mechanism(ga.model).evaluate(s, derivatives=True)
+    for k in ("f", "phi", "force", "moment", "length", "potential", "power"):
+        out[f"state/{k}"] = getattr(ev, k)
+    for k in ("K", "C", "G"):
+        out[f"state/{k}"] = getattr(ev, k).toarray()
     for mode in (None, "consistent", "seed"):
-        ev = evaluate_at(ga.model.elements, _kin(ga, ctx, d, th), mode)
-        out[f"{mode}/residual"], out[f"{mode}/out"] = ev.residual, ev.out
+        it = ga.iterate(s, 0.01, d, th, tangent=mode, blocks=mode is not None)
+        out[f"{mode}/R"] = it.R
         if mode is not None:
-            out[f"{mode}/tangent"] = ev.tangent
-            out[f"{mode}/R"] = ga.evaluate(ctx, d, th, mode).R
+            out[f"{mode}/K"] = it.K.toarray()
+            out[f"{mode}/blocks"] = it.blocks
     s0 = ga.initial_state()
     new, taken, iterations, _ = ga.advance(s0, 1e-3, 3)
     out["taken"], out["r"], out["q"], out["w"] = np.array(taken), new.r, new.q, new.w
@@ -103,23 +110,20 @@ def test_the_same_source_runs_uncompiled(tmp_path):
 
 PROBE = r"""
 import numpy as np
+from mbsim.elements import base
 from mbsim.elements.spring import Spring
-from mbsim.kernels.connectors import SCRATCH
-R = np.tile(np.eye(3), (2, 1, 1)); r = np.array([[0., 0, 0], [1., 0, 0]])
-p = np.zeros((1, 8)); p[0, 6] = 5.0  # arms 0, k = 5, L0 = 0: f = k (x_B - x_A) = (5, 0, 0)
-res, K, out = np.zeros((1, 12)), np.zeros((1, 12, 12)), np.zeros((1, 11))
-Spring.law(0, 1, np.array([[0, 1]]), p, np.zeros(1, np.int64), np.zeros(0), np.zeros(0), np.zeros(0), 1.0, 0.0, 0,
-           r, r, np.zeros((0, 3)), R, R,
-           r, r, r, r, R, R, res, K, out, np.zeros((0, 144), np.int32), np.zeros(0), np.empty(SCRATCH),
-           np.zeros((1, 0)))
-print(res[0, 0], sum(Spring.law.dispatcher.stats.cache_hits.values()))
+p = np.zeros((1, 8)); p[0, 6] = 5.0  # k = 5, L0 = 0: f = k d on A, p_d = -f
+x, y, dy = np.zeros((1, base.N_X)), np.zeros((1, base.N_Y)), np.zeros((1, base.N_DY))
+x[0, base.X_D] = 1.0  # d = (1, 0, 0): p_d = (-5, 0, 0)
+Spring.law(0, 1, p, x, 0.0, base.VALUES, y, dy)
+print(y[0, base.Y_P], sum(Spring.law.dispatcher.stats.cache_hits.values()))
 """
 
 
 def test_an_edit_of_a_shared_helper_recompiles_the_laws_that_call_it(tmp_path):
     """numba checks only each function's own file; mbsim stamps every cache entry with a digest of all
-    its compiled sources, so an edit of kernels/connectors.py (not of spring.py) must reach the cached
-    spring law -- also with NUMBA_CACHE_DIR, where numba keeps the cache away from the sources."""
+    its compiled sources, so an edit of kernels/vec.py (not of spring.py) must reach the cached spring law
+    -- also with NUMBA_CACHE_DIR, where numba keeps the cache away from the sources."""
     import shutil
     copy = tmp_path / "src"
     shutil.copytree(ROOT / "mbsim", copy / "mbsim", ignore=shutil.ignore_patterns("__pycache__"))
@@ -132,13 +136,13 @@ def test_an_edit_of_a_shared_helper_recompiles_the_laws_that_call_it(tmp_path):
         value, hits = done.stdout.split()
         return float(value), int(hits)
 
-    assert probe() == (5.0, 0)
-    assert probe() == (5.0, 1)  # from the cache
-    helpers = copy / "mbsim" / "kernels" / "connectors.py"
+    assert probe() == (-5.0, 0)
+    assert probe() == (-5.0, 1)  # from the cache
+    helpers = copy / "mbsim" / "kernels" / "vec.py"
     text = helpers.read_text()
-    assert text.count("        res[e, i] = f[i]\n") == 1
-    helpers.write_text(text.replace("        res[e, i] = f[i]\n", "        res[e, i] = 2.0 * f[i]\n"))
-    assert probe() == (10.0, 0)  # recompiled with the edited helper
+    assert text.count("    x[ui, _u(c)] = a[0]\n") == 1
+    helpers.write_text(text.replace("    x[ui, _u(c)] = a[0]\n", "    x[ui, _u(c)] = 2.0 * a[0]\n"))
+    assert probe() == (-10.0, 0)  # recompiled with the edited helper
 
 
 def test_the_stamped_cache_locator_is_numbas_own_with_the_sources_digest():

@@ -4,6 +4,7 @@ import pytest
 
 import mbsim.linalg
 from mbsim.integrators import GeneralizedAlpha
+from mbsim.mechanics import Mechanism
 from mbsim.model.model import Model
 from mbsim.reference import equations_of_motion
 from tests.builders import body, damper, nonlinear_3d, scenario, spring, torsional
@@ -14,7 +15,8 @@ def test_initial_accelerations_are_the_physical_ones():
     """m a_0 = f(0), J_0 α_0 = m(0) − ω_0 × J_0 ω_0 (THEORY §4), against the reference solver's forces."""
     sc = nonlinear_3d()
     model = Model(sc)
-    a, al = model.initial_accelerations()
+    mech = Mechanism(model)
+    a, al, _ = mech.accelerations(mech.state())
     eom = equations_of_motion(sc)
     ref = eom.forces(eom.y0, 0.0)
     assert np.allclose(a[model.order], ref.acceleration, rtol=1e-12, atol=1e-12)
@@ -34,16 +36,16 @@ def chain(n, fixed_middle=False):
     return scenario(bodies, conns, gravity=(0, 0, -9.81))
 
 
-def naive_global(ga, it, ctx, d, th):
+def naive_global(ga, s, d, th):
     """Global tangent by an explicit loop over connectors and bodies (the reference for the scatter maps)."""
     m = ga.model
     nd = m.ndof
     K = np.zeros((nd, nd))
-    full = ga.evaluate(ctx, d, th, "consistent")
+    blocks = ga.iterate(s, 0.01, d, th, tangent="consistent", blocks=True).blocks
     # body blocks: recover them as the tangent of a model without connectors
     import dataclasses
     bare = GeneralizedAlpha(Model(dataclasses.replace(m.scenario, connectors=())), m.scenario.integrator)
-    K += bare.tangent_matrix(bare.evaluate(bare.prepare(ctx.s, ctx.dt), d, th, "consistent").data).toarray()
+    K += bare.iterate(s, 0.01, d, th, tangent="consistent").K.toarray()
     el = m.elements
     for c in range(el.n):
         dofs = []
@@ -52,7 +54,7 @@ def naive_global(ga, it, ctx, d, th):
         for a_, da in enumerate(dofs):
             for b_, db in enumerate(dofs):
                 if da >= 0 and db >= 0:
-                    K[da, db] += full.elements.tangent[c, a_, b_]
+                    K[da, db] += blocks[c, a_, b_]
     return K
 
 
@@ -63,10 +65,8 @@ def test_scatter_maps_match_a_naive_assembly(fixed_middle):
     rng = np.random.default_rng(2)
     s = random_state(ga.model, rng)
     d, th = random_iterate(ga.model, s, rng)
-    ctx = ga.prepare(s, 0.01)
-    it = ga.evaluate(ctx, d, th, "consistent")
-    K = ga.tangent_matrix(it.data).toarray()
-    assert np.allclose(K, naive_global(ga, it, ctx, d, th), rtol=1e-13, atol=1e-9)
+    K = ga.iterate(s, 0.01, d, th, tangent="consistent").K.toarray()
+    assert np.allclose(K, naive_global(ga, s, d, th), rtol=1e-13, atol=1e-9)
 
 
 @pytest.mark.parametrize("fixed_middle", [False, True])
@@ -119,10 +119,10 @@ def test_block_solver_factorizes_the_tangent_exactly(monkeypatch):
     for trial in range(3):
         s = random_state(ga.model, rng)
         d, th = random_iterate(ga.model, s, rng)
-        data = ga.evaluate(ga.prepare(s, 0.01), d, th, "consistent").data
+        it = ga.iterate(s, 0.01, d, th, tangent="consistent")
         b = rng.normal(size=ga.model.ndof)
-        x = ga.solver.solve(data, b)
-        K = ga.tangent_matrix(data).toarray()
+        x = ga.solver.solve(it.data, b)
+        K = it.K.toarray()
         assert np.allclose(K @ x, b, rtol=0, atol=1e-9 * np.abs(b).max())
 
 
@@ -130,14 +130,13 @@ def test_frame_quantities_match_the_reference_solver():
     """Connector actions, energies and momenta of a frame against the independent reference solver
     (mbsim.reference), at a random 3D state with fixed bodies, every connector kind and a body declared
     after a fixed one; and the dissipated power of the integrator likewise."""
-    from mbsim.diagnostics import frame_quantities
     sc = chain(7, fixed_middle=True)
     model = Model(sc)
     rng = np.random.default_rng(9)
     s = random_state(model, rng)
     r1, q1 = pose(s, *random_iterate(model, s, rng))
     s = type(s)(s.t, r1, q1, s.v, s.a, s.w, s.al, 1.5, 0.25)
-    a = frame_quantities(model, s)
+    a = GeneralizedAlpha(model, sc.integrator).frame(s)
     assert a.pop("_finite") is True
     eom = equations_of_motion(sc)
     nm = model.n_moving

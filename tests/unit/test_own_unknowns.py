@@ -87,16 +87,15 @@ def test_a_model_without_such_elements_keeps_twelve_wide_blocks(figures):
 
 def test_register_refuses_a_taken_name_and_a_late_call(monkeypatch):
     import mbsim.elements as E
-    from mbsim import kernels
     from tests.rod import Rod
 
     class Duplicate(Rod):
         type = "spring"
     n_before = len(E.ELEMENTS)
-    monkeypatch.setattr(kernels, "_ready", False)
+    monkeypatch.setattr(E, "_frozen", False)
     with pytest.raises(ValueError, match="already registered"):
         E.register(Duplicate)
-    monkeypatch.setattr(kernels, "_ready", True)
+    monkeypatch.setattr(E, "_frozen", True)
     with pytest.raises(RuntimeError, match="before the first simulation"):
         E.register(Rod)
     assert "rod" not in E.BY_TYPE and len(E.ELEMENTS) == n_before

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from mbsim.model import rotations as rot
+from mbsim.kernels import rotations as rot
 
 rng = np.random.default_rng(1)
 

@@ -57,8 +57,8 @@ def fd_tangent(ga, s, d, th, eps=1e-6):
     for j in range(nd):
         du = np.zeros(nd)
         du[j] = eps
-        Rp = ga.iterate(s, DT, *ga.update(d, th, du))[0]
-        Rm = ga.iterate(s, DT, *ga.update(d, th, -du))[0]
+        Rp = ga.iterate(s, DT, *ga.update(d, th, du)).R
+        Rm = ga.iterate(s, DT, *ga.update(d, th, -du)).R
         K[:, j] = -(Rp - Rm) / (2 * eps)
     return K
 
@@ -70,8 +70,8 @@ def tangents(sc, rng, mode="consistent"):
     bare = GeneralizedAlpha(Model(bare_sc), bare_sc.integrator)
     s = random_state(full.model, rng)
     d, th = random_iterate(full.model, s, rng)
-    Kf = full.iterate(s, DT, d, th, tangent=mode)[1].toarray()
-    Kb = bare.iterate(s, DT, d, th, tangent="consistent")[1].toarray()
+    Kf = full.iterate(s, DT, d, th, tangent=mode).K.toarray()
+    Kb = bare.iterate(s, DT, d, th, tangent="consistent").K.toarray()
     Kb_fd = fd_tangent(bare, s, d, th)
     return (Kf - Kb, fd_tangent(full, s, d, th) - Kb_fd), (Kb, Kb_fd)
 
@@ -152,7 +152,7 @@ def test_whole_system_tangent_with_many_connectors():
     ga = GeneralizedAlpha(Model(sc), sc.integrator)
     s = random_state(ga.model, rng)
     d, th = random_iterate(ga.model, s, rng)
-    K = ga.iterate(s, DT, d, th, tangent="consistent")[1].toarray()
+    K = ga.iterate(s, DT, d, th, tangent="consistent").K.toarray()
     assert rel_err(K, fd_tangent(ga, s, d, th)) <= 1e-6
 
 
@@ -258,6 +258,6 @@ def local_tangent(ga, s, d, th, mode):
     sc = ga.model.scenario
     bare_sc = dataclasses.replace(sc, connectors=(), loads=())
     bare = GeneralizedAlpha(Model(bare_sc), bare_sc.integrator)
-    K = ga.iterate(s, DT, d, th, tangent=mode)[1].toarray()
-    Kb = bare.iterate(s, DT, d, th, tangent="consistent")[1].toarray()
+    K = ga.iterate(s, DT, d, th, tangent=mode).K.toarray()
+    Kb = bare.iterate(s, DT, d, th, tangent="consistent").K.toarray()
     return K - Kb

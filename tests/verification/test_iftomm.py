@@ -45,7 +45,7 @@ from scipy.integrate import solve_ivp
 from scipy.special import ellipj, ellipk
 
 from mbsim.driver import JointWarning, run
-from mbsim.model.constraints import JointError
+from mbsim.mechanics.joints import JointError
 from mbsim.scenario import load_scenario
 
 SCENARIOS = Path(__file__).resolve().parents[2] / "scenarios"

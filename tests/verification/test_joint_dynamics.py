@@ -22,7 +22,7 @@ from scipy.integrate import solve_ivp
 
 import tests.builders as b
 from mbsim import driver
-from mbsim.model.constraints import JointError
+from mbsim.mechanics.joints import JointError
 from mbsim.model.model import Model
 from mbsim.scenario.spec import Sine
 
@@ -165,10 +165,9 @@ def test_inconsistent_initial_velocities_projected_or_refused():
     assert any("initial velocities made consistent" in n for n in model.joint_notes)
     # what is left satisfies the joints, and the change is the smallest in kinetic energy: the projected
     # velocities are M-orthogonal to the change
-    from mbsim.model.constraints import jacobian
-    from mbsim.model.kinematics import Kinematics
+    from mbsim.mechanics.joints import jacobian
     nm = model.n_moving
-    Gm, _ = jacobian(model, Kinematics.at_state(model.r0, model.q0, model.v0, model.w0), np.zeros(17))
+    Gm = jacobian(model, model.r0, model.q0, model.v0, model.w0)
     u = np.concatenate((model.v0[:nm], model.w0[:nm]), axis=1).ravel()
     assert np.abs(Gm @ u).max() < 1e-12
     du = np.concatenate([np.concatenate(model.velocity_projection[n]) for n in ("crank", "coupler", "rocker")])
@@ -233,7 +232,7 @@ def test_a_slider_crank_pushed_through_its_dead_point_fails_naming_the_joints():
     """The piston driven 2 cm beyond the reach r + l of crank and rod: as crank and rod straighten the
     joints' equations become dependent, Newton fails, and the message names the joints of the loop
     and says what happened; at t = 0 (or in a healthy mechanism) nothing is claimed."""
-    from mbsim.model.constraints import lock_up
+    from mbsim.mechanics.joints import lock_up
     from mbsim.scenario.spec import SmoothRamp
     ph = 0.5
     A = np.array([R_CRANK * np.cos(ph), 0, R_CRANK * np.sin(ph)])

@@ -23,7 +23,6 @@ import pytest
 
 import tests.builders as b
 from mbsim import driver
-from mbsim.diagnostics import frame_quantities
 from mbsim.integrators import GeneralizedAlpha
 from mbsim.model.model import Model
 from mbsim.reference import solve_reference
@@ -110,15 +109,15 @@ def _step_multiplier_reactions(dt, rho):
     ga = GeneralizedAlpha(Model(sc), sc.integrator)
     s = ga.initial_state()
     every = int(round(INTERVAL / dt))
-    own, index1 = [frame_quantities(ga.model, s)["joints/force"]], [frame_quantities(ga.model, s)["joints/force"]]
+    own, index1 = [ga.frame(s)["joints/force"]], [ga.frame(s)["joints/force"]]
     for k in range(int(round(END / dt))):
         res = ga.step(s, dt)
         assert res.ok, res.message
         s = res.state
         if (k + 1) % every == 0:
-            own.append(frame_quantities(ga.model, s)["joints/force"])
+            own.append(ga.frame(s)["joints/force"])
             s = ga.restart(s)
-            index1.append(frame_quantities(ga.model, s)["joints/force"])
+            index1.append(ga.frame(s)["joints/force"])
     return np.array(own), np.array(index1)
 
 

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 import mbsim
-import mbsim.integrators.generalized_alpha as ga_module
+from mbsim.integrators import newton
 from mbsim.driver import run
 from mbsim.integrators import GeneralizedAlpha
 from mbsim.model.model import Model
@@ -66,7 +66,7 @@ def test_the_accepted_step_is_within_the_documented_bound(tangent, modified, dt)
     x, e = res.state, exact.state
     nm, p = ga.model.n_moving, ga.params
     rt, at = sc.integrator.rtol, sc.integrator.atol
-    it = exact_ga.evaluate(exact_ga.prepare(s, dt), *ga.increments(s, e.r, e.q))
+    it = exact_ga.iterate(s, dt, *ga.increments(s, e.r, e.q))
     Q = it.Q.reshape(nm, 2, 3)
     forces = np.linalg.norm(Q[:, 0], axis=1) / (p.alpha_m * ga.model.mass[:nm])
     moments = np.linalg.norm(Q[:, 1], axis=1) / (p.alpha_m * np.linalg.eigvalsh(ga.model.inertia[:nm])[:, -1])
@@ -141,8 +141,8 @@ def test_bodies_come_to_rest_and_newton_still_stops(n, end, monkeypatch):
     s = run(sc, write=False)
     assert s.status == "completed", s.message
     assert s.newton_iterations <= 1.1 * s.steps
-    monkeypatch.setattr(ga_module, "ROUNDOFF_FACTOR", 0.0)
-    monkeypatch.setattr(ga_module, "NOISE_SIZE", 0.0)
+    monkeypatch.setattr(newton, "ROUNDOFF_FACTOR", 0.0)
+    monkeypatch.setattr(newton, "NOISE_SIZE", 0.0)
     without = run(sc, write=False)
     if n == 1:
         assert without.status == "failed" and "no convergence" in without.message
@@ -205,7 +205,7 @@ def test_the_example_check_fails_when_newton_stops_too_early(loosened, monkeypat
     monkeypatch.setattr(GeneralizedAlpha, "step", lambda self, s, dt: step(
         self, dataclasses.replace(s, a_prev=None, al_prev=None, dt_prev=0.0), dt))
     if loosened:
-        monkeypatch.setattr(ga_module, "NOISE_SIZE", np.inf)  # every correction counts as converged
+        monkeypatch.setattr(newton, "NOISE_SIZE", np.inf)  # every correction counts as converged
     sc = load_scenario(str(REPO / "scenarios" / "spin_down.yaml"))
     rep = verify(sc, end=0.5)
     assert rep.runs_ok
@@ -298,13 +298,13 @@ def test_simulate_takes_full_newton_as_an_override():
 # ---------------------------------------------------------------------------
 # the implementation of the test against its formulas, written out in numpy
 # ---------------------------------------------------------------------------
-def documented_tolerances(ga, ctx, it, spec, s):
+def documented_tolerances(ga, it, spec, s):
     """The tolerances of docs/newton.md and the module docstring of mbsim.integrators.generalized_alpha,
     per moving body (translation, rotation), with inf for rows at round-off: an independent numpy
     transcription (the compiled loop's _tolerances and _spring_scale are checked against it)."""
     m, p = ga.model, ga.params
     nm = m.n_moving
-    rt, at, g, c_a, am = spec.rtol, spec.atol, ctx.g, ctx.c_a, p.alpha_m
+    rt, at, g, c_a, am = spec.rtol, spec.atol, it.g, it.c_a, p.alpha_m
     j_max = np.linalg.eigvalsh(m.inertia[:nm])[:, -1]
     el = m.elements
     arm = np.zeros(m.n_all)
@@ -312,8 +312,8 @@ def documented_tolerances(ga, ctx, it, spec, s):
     for e in range(el.n):
         a, b = el.body[e]
         cls = el.kinds[el.kind[e]]
-        if cls.arms:
-            za, zb = (np.linalg.norm(el.param(e, f)) for f in cls.arms)
+        if cls.points:
+            za, zb = (np.linalg.norm(el.param(e, f)) for f in cls.points)
             arm[a], arm[b] = max(arm[a], za), max(arm[b], zb)
             if cls.stiffness:
                 kx = el.param(e, cls.stiffness)[0] * (np.linalg.norm(s.r[a]) + np.linalg.norm(s.r[b]) + za + zb)
@@ -335,20 +335,19 @@ def documented_tolerances(ga, ctx, it, spec, s):
     tol[:, 1] = np.minimum(np.minimum(at + rt, (at + rt * w) / (g * t + w)),
                            (at + rt * np.maximum(al, qt / (am * j_max))) / (c_a * t + al))
     R = np.linalg.norm(it.R.reshape(nm, 2, 3), axis=2)
-    floor_r = qr + stiff + am * m.mass[:nm] * (c_a * nrm(it.d) + nrm(ctx.a_pred))
-    floor_t = qt + arm * (qr + stiff) + j_max * (am * (c_a * th + nrm(ctx.al_pred))
-                                                  + 2 * p.alpha_f * w * (g * th + nrm(ctx.w_pred)))
+    floor_r = qr + stiff + am * m.mass[:nm] * (c_a * nrm(it.d) + nrm(it.a_pred))
+    floor_t = qt + arm * (qr + stiff) + j_max * (am * (c_a * th + nrm(it.al_pred))
+                                                  + 2 * p.alpha_f * w * (g * th + nrm(it.w_pred)))
     eps = np.finfo(float).eps
-    tol[R[:, 0] <= ga_module.ROUNDOFF_FACTOR * eps * floor_r, 0] = np.inf
-    tol[R[:, 1] <= ga_module.ROUNDOFF_FACTOR * eps * floor_t, 1] = np.inf
+    tol[R[:, 0] <= newton.ROUNDOFF_FACTOR * eps * floor_r, 0] = np.inf
+    tol[R[:, 1] <= newton.ROUNDOFF_FACTOR * eps * floor_t, 1] = np.inf
     return tol, stiff
 
 
 def test_the_compiled_tolerances_are_the_documented_ones():
-    """The compiled loop's _tolerances/_spring_scale/_size against their formulas written out in numpy,
+    """The compiled loop's tolerances/spring_scale/sizes against their formulas written out in numpy,
     on an iterate of two spinning bodies with springs to world and to each other, one body not turning
     (θ = 0) and one body's residual set to zero (its rows at round-off: infinite tolerance)."""
-    from mbsim.kernels import stepper
     from tests.unit.test_tangents import random_iterate, random_state
     sc = nonlinear_3d(0.6)
     ga = GeneralizedAlpha(Model(sc), sc.integrator)
@@ -356,54 +355,55 @@ def test_the_compiled_tolerances_are_the_documented_ones():
     s = random_state(ga.model, rng)
     d, th = random_iterate(ga.model, s, rng)
     th[1] = 0.0
-    ctx = ga.prepare(s, 2e-3)
-    it = ga.evaluate(ctx, d, th)
+    it = ga.iterate(s, 2e-3, d, th)
     R = it.R.copy()
     R[:6] = 0.0
     it = dataclasses.replace(it, R=R)
     nm, p, spec = ga.model.n_moving, ga.params, sc.integrator
-    expected, expected_stiff = documented_tolerances(ga, ctx, it, spec, s)
+    expected, expected_stiff = documented_tolerances(ga, it, spec, s)
     stiff = np.empty(nm)
     el = ga.model.elements
-    stepper._spring_scale(nm, s.r, el.body, el.arm, el.stiff, stiff)
+    newton.spring_scale(nm, s.r, el.body, el.arm, el.stiff, stiff)
     assert np.allclose(stiff, expected_stiff, rtol=1e-14, atol=0) and np.all(stiff > 0)
     tol, fin = np.empty((nm, 2)), np.empty((nm, 2))
-    stepper._tolerances(nm, spec.rtol, spec.atol, ga_module.ROUNDOFF_FACTOR, ctx.g, ctx.c_a, p.alpha_f, p.alpha_m,
-                        ga.model.mass, ga._j_max, ga._arm, stiff, d, th, it.r1, it.v1, it.a1, it.w1, it.al1,
-                        ctx.a_pred, ctx.w_pred, ctx.al_pred, R, it.Q, tol, fin)
+    bodies = (nm, ga.model.mass, ga.model.j_max, ga._bodies[4], stiff)
+    consts = (2e-3, it.c_a, it.g, p.gamma, p.alpha_f, p.alpha_m, p.beta)
+    iterate = (it.r1, it.q1, None, None, None, it.v1, it.a1, it.w1, it.al1)
+    newton.tolerances((spec.rtol, spec.atol, newton.ROUNDOFF_FACTOR), consts, bodies, (d, th),
+                      tuple(np.empty((1, 3, 3)) if x is None else x for x in iterate), (it.a_pred, it.w_pred, it.al_pred),
+                      (R, it.Q), (tol, fin))
     assert np.isinf(expected[0]).all() and np.isfinite(expected[1:]).all()
     assert np.array_equal(np.isinf(tol), np.isinf(expected))
     assert np.allclose(tol, expected, rtol=1e-14, atol=0)
     assert np.isfinite(fin).all() and np.array_equal(fin[1:], tol[1:])  # the same without the round-off rows' inf
     du = rng.normal(size=6 * nm) * 1e-12
     size = np.max(np.linalg.norm(du.reshape(-1, 2, 3), axis=2) / expected)
-    assert stepper._sizes(du, tol, np.zeros(0), tol, np.zeros(0))[0] == pytest.approx(size, rel=1e-14)
+    assert newton.sizes(du, tol, np.zeros(0), tol, np.zeros(0))[0] == pytest.approx(size, rel=1e-14)
 
 
 def test_element_owned_unknowns_are_weighed_like_positions_and_their_rows_in_their_own_units():
     """THEORY §11 / docs/newton.md: a scaled multiplier λ̃ = λ/k is a length (an angle), weighed against
     the translation (rotation) tolerance of the moving bodies its element joins, the smaller one; its row
     −kΦ must hold as |Φ| ≤ that tolerance, in metres (radians)."""
-    from mbsim.kernels import stepper
     nm = 2
     el_body = np.array([[0, 3], [0, 1]])  # element 0: body 0 and a fixed body; element 1: bodies 0 and 1
     owner, rotation = np.array([0, 1, 1]), np.array([0, 0, 1])
     tol = np.array([[1e-3, 2e-3], [5e-4, 4e-4]])
     tol_own, fin_own = np.empty(3), np.empty(3)
-    stepper._own_tolerances(nm, el_body, owner, rotation, tol, 2 * tol, tol_own, fin_own)
+    newton.own_tolerances(nm, el_body, owner, rotation, (tol, 2 * tol), (tol_own, fin_own))
     assert np.array_equal(tol_own, [1e-3, 5e-4, 4e-4])
     assert np.array_equal(fin_own, [2e-3, 1e-3, 8e-4])  # the same from the second set
     du = np.zeros(6 * nm + 3)
     du[6 * nm:] = [0.5e-3, 1e-4, 2e-4]  # 0.5, 0.2 and 0.5 of their tolerances
-    assert stepper._sizes(du, tol, tol_own, 2 * tol, fin_own) == pytest.approx((0.5, 0.25), rel=1e-15)
+    assert newton.sizes(du, tol, tol_own, 2 * tol, fin_own) == pytest.approx((0.5, 0.25), rel=1e-15)
     du[6 * nm + 1] = 1e-3  # twice its tolerance: it decides the size
-    assert stepper._sizes(du, tol, tol_own, 2 * tol, fin_own) == pytest.approx((2.0, 1.0), rel=1e-15)
+    assert newton.sizes(du, tol, tol_own, 2 * tol, fin_own) == pytest.approx((2.0, 1.0), rel=1e-15)
     scale = np.array([1e4, 2e4, 3e4])
     R = np.zeros(6 * nm + 3)
     R[6 * nm:] = scale * tol_own * 0.99  # |Φ| just inside the tolerance (R = −kΦ)
-    assert stepper._rows_hold(R, nm, scale, tol_own)
+    assert newton.rows_hold(R, nm, scale, tol_own)
     R[6 * nm + 2] = -scale[2] * tol_own[2] * 1.01
-    assert not stepper._rows_hold(R, nm, scale, tol_own)
+    assert not newton.rows_hold(R, nm, scale, tol_own)
 
 
 @pytest.mark.parametrize("name", ["joint_kinds", "iftomm_a04_bricard", "iftomm_a05_governor", "spatial_linkage"])
@@ -459,7 +459,7 @@ def test_joints_far_from_the_origin_converge_as_at_the_origin(hung_from):
         # translated exactly: 1e4 + i is a floating-point number)
         d, th = ga.predict(s, 1e-3)
         nm = ga.model.n_moving
-        rows[offset] = ga.evaluate(ga.prepare(s, 1e-3), d, th, lam=ga._lam(s)).R[6 * nm:]
+        rows[offset] = ga.iterate(s, 1e-3, d, th).R[6 * nm:]
         s, taken = ga.advance(s, 1e-3, 300)[:2]
         assert taken == 300
         runs[offset] = (s.r[:nm] - np.array([offset, 0.0, 0.0]), s.q[:nm], ga.n_floor, ga.n_iterations / 300,
