@@ -53,7 +53,8 @@ import numpy as np
 from . import __version__
 from .energy import energy_balance, energy_drift
 from .io.reader import ResultFileError, read_trajectory  # noqa: F401  (ResultFileError: load's documented error)
-from .io.writer import COUNTERS, FORMAT, FORMAT_VERSION, FRAME_DATASETS, ROOT_ATTRIBUTES, frame_datasets, utc_now
+from .io.writer import (COUNTERS, FORMAT, FORMAT_VERSION, FRAME_DATASETS, ROOT_ATTRIBUTES, frame_datasets,
+                        run_attributes, utc_now)
 from .kernels.rotations import quat_to_matrix
 from .scenario import Problem, Scenario, ScenarioError, load_scenario, scenario_from_dict
 from .scenario.loader import DEFAULT_MIN_STEP
@@ -444,22 +445,16 @@ class Result:
             data.update({"joints/name": [j.name for j in sc.joints], "joints/type": [j.type for j in sc.joints],
                          "joints/body_a": [j.body_a for j in sc.joints],
                          "joints/body_b": [j.body_b for j in sc.joints]})
-        # The root attributes mbsim run writes (driver._Loop._attrs and the writer's header);
+        # The root attributes mbsim run writes (the writer's header and io.writer.run_attributes);
         # tests/integration/test_api.py checks that they agree with a written file.
-        from .integrators import AlphaParameters
-        p = AlphaParameters.from_rho(sc.integrator.rho_inf)
+        from .integrators import INTEGRATORS
+        integrator = INTEGRATORS[sc.integrator.method]
+        p = integrator.parameters(sc.integrator)
         attrs = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "mbsim_version": __version__,
             "scenario_name": sc.name, "status": summary.status, "message": summary.message,
             "created_utc": utc_now(),
-            "rho_inf": p.rho_inf, "alpha_f": p.alpha_f, "alpha_m": p.alpha_m, "beta": p.beta, "gamma": p.gamma,
-            "tangent": sc.integrator.tangent, "integrator": "generalized-alpha",
-            "linear_solver": summary.linear_solver,
-            "newton_max_iterations": sc.integrator.max_iterations,
-            "newton_rtol": sc.integrator.rtol, "newton_atol": sc.integrator.atol,
-            "newton_modified": sc.integrator.modified,
-            "time_step": sc.time.step, "time_end": sc.time.end, "output_interval": sc.output.interval,
-            "time_adaptive": sc.time.adaptive, "time_min_step": sc.time.min_step,
+            **run_attributes(sc, integrator.name, p, summary.linear_solver),
             "steps": summary.steps, "newton_iterations": summary.newton_iterations,
             "rejected_steps": summary.rejected_steps, "wall_time_s": summary.wall_time_s,
         }

@@ -177,7 +177,7 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
     model = Model(scenario)
     for note in model.joint_notes:
         warnings.warn(note, JointWarning, stacklevel=2)
-    integ = INTEGRATORS["generalized-alpha"](model, scenario.integrator)
+    integ = INTEGRATORS[scenario.integrator.method](model, scenario.integrator)
     loop = _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step)
     loop.notify = notify
     if resume:
@@ -285,20 +285,9 @@ class _Loop:
 
     # --------------------------------------------------------------
     def _attrs(self):
-        p = self.integ.params
-        sc = self.sc
-        return {
-            "rho_inf": p.rho_inf, "alpha_f": p.alpha_f, "alpha_m": p.alpha_m, "beta": p.beta, "gamma": p.gamma,
-            "tangent": sc.integrator.tangent, "integrator": self.integ.name,
-            "linear_solver": self.integ.solver.kind,
-            "newton_max_iterations": sc.integrator.max_iterations,
-            "newton_rtol": sc.integrator.rtol, "newton_atol": sc.integrator.atol,
-            "newton_modified": sc.integrator.modified,
-            "time_step": sc.time.step, "time_end": sc.time.end, "output_interval": sc.output.interval,
-            "time_adaptive": sc.time.adaptive, "time_min_step": sc.time.min_step,
-            **({"velocity_projection": _projection_json(self.model.velocity_projection)}
-               if self.model.velocity_projection else {}),
-        }
+        from .io.writer import run_attributes
+        return run_attributes(self.sc, self.integ.name, self.integ.params, self.integ.solver.kind,
+                              self.model.velocity_projection)
 
     def _counters(self, wall=None):
         if wall is None:
@@ -588,14 +577,6 @@ def _complete_frames(lists: dict) -> dict:
     """The per-frame lists cut to the number of frames all of them hold."""
     n = min((len(v) for v in lists.values()), default=0)
     return {k: v[:n] for k, v in lists.items()}
-
-
-def _projection_json(projection: dict) -> str:
-    """``{body: (Δv, Δω)}`` as the ``velocity_projection`` attribute: JSON, per body the changes of its
-    velocity [m/s] and angular velocity [rad/s] at t = 0."""
-    import json
-    return json.dumps({name: {"velocity": [float(x) for x in dv], "angular_velocity": [float(x) for x in dw]}
-                       for name, (dv, dw) in projection.items()})
 
 
 class _NonFiniteFrame(Exception):

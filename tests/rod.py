@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from mbsim.elements.base import (DERIVATIVES, DG, GAMMA, X_D, X_DV, X_LAM, X_TARGET, Y_GAMMA, Y_P, Y_PHI, Y_POTENTIAL,
+from mbsim.elements.base import (DERIVATIVES, DG, GAMMA, JACOBIAN, X_D, X_DV, X_LAM, X_TARGET, Y_GAMMA, Y_P, Y_PHI, Y_POTENTIAL,
                                  Y_POWER, ElementKind, block_offset, material_arms, offsets, read_points)
 from mbsim.kernels import njit
 
@@ -39,11 +39,12 @@ def law(lo, hi, p, x, t, want, y, dy):
             y[e, Y_P + 6 + i] = 0.0
         y[e, Y_POTENTIAL] = 0.0
         y[e, Y_POWER] = 0.0
-        if want & DERIVATIVES:
+        if want & JACOBIAN:
             for i in range(9):
                 dy[e, DG + i] = 0.0
             for i in range(3):
                 dy[e, DG + i] = ev[i]
+        if want & DERIVATIVES:
             for r in range(3):
                 for c in range(3):
                     dy[e, _DD + 3 * r + c] = -lm * ((1.0 if r == c else 0.0) - ev[r] * ev[c]) / Ld

@@ -45,9 +45,8 @@ p_B)``: the virtual work of the element is ``p_d·δd + p_A·δθ_A + p_B·δθ_
 A's point is ``−p_d`` (B's: ``p_d``) and ``p_A``, ``p_B`` are the moments on the bodies about their
 points.  A force element (a spring) gives ``p_d = −f``, ``p_A = m``, ``p_B = −m``; a constraint
 element (a joint) gives ``p = −G_fᵀλ`` with ``G_f`` its rows' Jacobian in frame coordinates.  With
-``want & DERIVATIVES`` it also returns ``∂p/∂(d, θ_A, θ_B)`` and ``∂p/∂(ḋ, ω_A, ω_B)`` (9×9 each)
-and, a constraint, its rows' ``G_f`` (a 9-row per equation); with ``want & GAMMA`` a constraint
-returns γ_f, the part of its rows' Φ̈ quadratic in the rates of its frame coordinates (the engine
+``want & DERIVATIVES`` it also returns ``∂p/∂(d, θ_A, θ_B)`` and ``∂p/∂(ḋ, ω_A, ω_B)`` (9×9 each),
+with ``want & JACOBIAN`` a constraint its rows' ``G_f`` (a 9-row per equation), with ``want & GAMMA`` γ_f, the part of its rows' Φ̈ quadratic in the rates of its frame coordinates (the engine
 adds the arms' centripetal part, THEORY §11).  Nothing of a time step enters a law: the kinematics
 of points and axes, the chain rule to the bodies' unknowns and the scatter into the solver's storage
 are the engine's (:mod:`mbsim.mechanics`), and the generalized-α tangent is a combination of these
@@ -84,9 +83,10 @@ DG = 162
 N_DY = DG + 9 * MAX_OWN
 
 # --- what a law is asked (bits of ``want``) ----------------------------------------------------------
-VALUES = 0
-DERIVATIVES = 1
-GAMMA = 2
+VALUES = 0  # p, and a constraint's rows Φ − F, and the energies
+DERIVATIVES = 1  # ∂p/∂(d, θ_A, θ_B) and ∂p/∂(ḋ, ω_A, ω_B)
+GAMMA = 2  # a constraint's γ_f
+JACOBIAN = 4  # a constraint's G_f
 
 # the blocks a kind declares: "rc" with r in d, a, b (p_d, p_A, p_B) and c in d, a, b (∂/∂d, θ_A, θ_B)
 # or v, A, B (∂/∂ḋ, ω_A, ω_B)

@@ -22,9 +22,9 @@ interpolates the Jacobians, THEORY §11), so it differentiates through its axes 
 −â δθ for a = Λ a₀ under the spatial rotation increment δθ (THEORY §1).  Per row, with its
 multiplier λ (state ``X_LAM``) and the value its row holds F (``X_TARGET``), it returns Φ − F, and the
 generalized force ``p = −G_fᵀλ`` summed over its rows, ``G_f = [g_d, g_A, g_B]`` the row's Jacobian in
-the frame coordinates ``(d, θ_A, θ_B)``; with DERIVATIVES every row's ``G_f`` and ``∂p/∂(d, θ_A, θ_B)``
-(minus Σλ times the derivatives of the rows' Jacobians: the geometric stiffness without the arms',
-which the engine adds); with GAMMA the part γ_f of every row's Φ̈ quadratic in the rates of the frame
+the frame coordinates ``(d, θ_A, θ_B)``; with JACOBIAN every row's ``G_f``, with DERIVATIVES ``∂p/∂(d, θ_A,
+θ_B)`` (minus Σλ times the derivatives of the rows' Jacobians: the geometric stiffness without the
+arms', which the engine adds); with GAMMA the part γ_f of every row's Φ̈ quadratic in the rates of the frame
 coordinates (the engine adds ``g_d·(ω_B×(ω_B×z_B) − ω_A×(ω_A×z_A))``, the arms' centripetal part).
 tests/unit/test_joints.py checks every G, geometric stiffness and γ against finite differences.
 """
@@ -33,10 +33,9 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit
-from ..kernels.vec import (ZERO, add, cross, dot, hat, hat_hat, madd, mneg, mscale, msub, mt, outer, put, put_block,
-                           row, scale, sub, unit)
-from .base import DERIVATIVES, DG, DQ, GAMMA, X_AXES, X_D, X_DV, X_LAM, X_TARGET, X_WA, X_WB, Y_GAMMA, Y_P, Y_PHI, \
-    Y_POTENTIAL, Y_POWER, ElementKind, offsets
+from ..kernels.vec import ZERO, cross, dot, hat, hat_hat, madd, mneg, mscale, msub, outer, put, row, scale, sub, unit
+from .base import DERIVATIVES, DG, DQ, GAMMA, JACOBIAN, X_AXES, X_D, X_DV, X_LAM, X_TARGET, X_WA, X_WB, Y_GAMMA, Y_P, \
+    Y_PHI, Y_POTENTIAL, Y_POWER, ElementKind, offsets
 
 MAX_ROWS = 6
 FIELDS = (("ZA", 3), ("ZB", 3), ("NA", 3), ("UA", 3), ("WA", 3), ("NB", 3), ("UB", 3), ("WB", 3), ("L", 1),
@@ -94,34 +93,47 @@ def _row_angle(TA, TB):
 
 
 # The derivatives of a row's G_f with respect to (d, θ_A, θ_B), one function per primitive, added times
-# −λ into the 3×3 blocks H = (dd, dA, dB, Ad, AA, AB, Bd, BA, BB) of ∂p/∂(d, θ_A, θ_B)
+# −λ into the 3×3 blocks of ∂p/∂(d, θ_A, θ_B) in dy[e] (block (r, c) at DQ + 9 (3r + c): 0 dd, 1 dA, 2 dB,
+# 3 Ad, 4 AA, 5 AB, 6 Bd, 7 BA, 8 BB)
 @njit(cache=True)
-def _stiffness_perp(H, lm, u, v):
+def _add(dy, e, k, A):
+    """dy[e, block k] += A."""
+    o = DQ + 9 * k
+    for i in range(9):
+        dy[e, o + i] += A[i]
+
+
+@njit(cache=True)
+def _stiffness_perp(dy, e, lm, u, v):
     # ∂(a×b)/∂θ_A = b̂ â, ∂(a×b)/∂θ_B = −â b̂; g_B = −g_A
     AA = mscale(-lm, hat_hat(v, u))
     AB = mscale(lm, hat_hat(u, v))
-    return (H[0], H[1], H[2], H[3], madd(H[4], AA), madd(H[5], AB), H[6], msub(H[7], AA), msub(H[8], AB))
+    _add(dy, e, 4, AA)
+    _add(dy, e, 5, AB)
+    _add(dy, e, 7, mneg(AA))
+    _add(dy, e, 8, mneg(AB))
 
 
 @njit(cache=True)
-def _stiffness_offset(H, lm, u, d):
+def _stiffness_offset(dy, e, lm, u, d):
     # g_d = a: ∂a/∂θ_A = −â;  g_A = a × d: ∂/∂d = â, ∂/∂θ_A = d̂ â
     ah = hat(u)
-    return (H[0], madd(H[1], mscale(lm, ah)), H[2], madd(H[3], mscale(-lm, ah)), madd(H[4], mscale(-lm, hat_hat(d, u))),
-            H[5], H[6], H[7], H[8])
+    _add(dy, e, 1, mscale(lm, ah))
+    _add(dy, e, 3, mscale(-lm, ah))
+    _add(dy, e, 4, mscale(-lm, hat_hat(d, u)))
 
 
 @njit(cache=True)
-def _stiffness_distance(H, lm, d):
+def _stiffness_distance(dy, e, lm, d):
     L = np.sqrt(dot(d, d))
     ev = scale(1.0 / L, d)
-    P = mscale(-lm / L, (1.0 - ev[0] * ev[0], -ev[0] * ev[1], -ev[0] * ev[2], -ev[1] * ev[0], 1.0 - ev[1] * ev[1],
-                          -ev[1] * ev[2], -ev[2] * ev[0], -ev[2] * ev[1], 1.0 - ev[2] * ev[2]))
-    return (madd(H[0], P), H[1], H[2], H[3], H[4], H[5], H[6], H[7], H[8])
+    _add(dy, e, 0, mscale(-lm / L, (1.0 - ev[0] * ev[0], -ev[0] * ev[1], -ev[0] * ev[2], -ev[1] * ev[0],
+                                     1.0 - ev[1] * ev[1], -ev[1] * ev[2], -ev[2] * ev[0], -ev[2] * ev[1],
+                                     1.0 - ev[2] * ev[2])))
 
 
 @njit(cache=True)
-def _stiffness_angle(H, lm, TA, TB):
+def _stiffness_angle(dy, e, lm, TA, TB):
     # g = (c g_s − s g_c)/ρ²:
     # ∂g/∂θ_A = [g_s g_cᵀ − g_c g_sᵀ + c û_B ŵ_A − s û_B û_A]/ρ² − g hᵀ,
     # ∂g/∂θ_B = −[g_s g_cᵀ − g_c g_sᵀ + c ŵ_A û_B − s û_A û_B]/ρ² + g hᵀ,  h = ∂(ρ²)/∂θ_A / ρ²
@@ -133,9 +145,10 @@ def _stiffness_angle(H, lm, TA, TB):
     gh = outer(g, h)
     dA = msub(mscale(1.0 / rho2, madd(base, msub(mscale(co, hat_hat(uB, wA)), mscale(s, hat_hat(uB, uA))))), gh)
     dB = madd(mscale(-1.0 / rho2, madd(base, msub(mscale(co, hat_hat(wA, uB)), mscale(s, hat_hat(uA, uB))))), gh)
-    AA = mscale(-lm, dA)
-    AB = mscale(-lm, dB)
-    return (H[0], H[1], H[2], H[3], madd(H[4], AA), madd(H[5], AB), H[6], msub(H[7], AA), msub(H[8], AB))
+    _add(dy, e, 4, mscale(-lm, dA))
+    _add(dy, e, 5, mscale(-lm, dB))
+    _add(dy, e, 7, mscale(lm, dA))
+    _add(dy, e, 8, mscale(lm, dB))
 
 
 @njit(cache=True)
@@ -168,6 +181,7 @@ def _quadratic(c, d, dv, TA, TB, wa, wb):
 @njit(cache=True)
 def law(lo, hi, p, x, t, want, y, dy):
     derivatives = (want & DERIVATIVES) != 0
+    jacobian = (want & JACOBIAN) != 0
     gamma = (want & GAMMA) != 0
     for e in range(lo, hi):
         m = int(p[e, _ROWS])
@@ -176,8 +190,9 @@ def law(lo, hi, p, x, t, want, y, dy):
         TA = (row(x, e, X_AXES), row(x, e, X_AXES + 3), row(x, e, X_AXES + 6))
         TB = (row(x, e, X_AXES + 9), row(x, e, X_AXES + 12), row(x, e, X_AXES + 15))
         pd, pa, pb = ZERO, ZERO, ZERO  # p = −Σ λ_i G_f,i
-        Z9 = (0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0, 0.0)
-        H = (Z9, Z9, Z9, Z9, Z9, Z9, Z9, Z9, Z9)
+        if derivatives:
+            for k in range(81):
+                dy[e, DQ + k] = 0.0
         for i in range(m):
             c = int(p[e, _CODE + i])
             prim = c // 16
@@ -200,19 +215,19 @@ def law(lo, hi, p, x, t, want, y, dy):
             pd = sub(pd, scale(lm, gd))
             pa = sub(pa, scale(lm, ga))
             pb = sub(pb, scale(lm, gb))
-            if derivatives:
+            if jacobian:
                 put(dy, e, DG + 9 * i, gd)
                 put(dy, e, DG + 9 * i + 3, ga)
                 put(dy, e, DG + 9 * i + 6, gb)
-                if lm != 0.0:
-                    if prim == PERP:
-                        H = _stiffness_perp(H, lm, TA[ix], TB[jx])
-                    elif prim == OFFSET:
-                        H = _stiffness_offset(H, lm, TA[ix], d)
-                    elif prim == DISTANCE:
-                        H = _stiffness_distance(H, lm, d)
-                    elif prim == ANGLE:
-                        H = _stiffness_angle(H, lm, TA, TB)
+            if derivatives and lm != 0.0:
+                if prim == PERP:
+                    _stiffness_perp(dy, e, lm, TA[ix], TB[jx])
+                elif prim == OFFSET:
+                    _stiffness_offset(dy, e, lm, TA[ix], d)
+                elif prim == DISTANCE:
+                    _stiffness_distance(dy, e, lm, d)
+                elif prim == ANGLE:
+                    _stiffness_angle(dy, e, lm, TA, TB)
             if gamma:
                 y[e, Y_GAMMA + i] = _quadratic(c, d, row(x, e, X_DV), TA, TB, row(x, e, X_WA), row(x, e, X_WB))
         put(y, e, Y_P, pd)
@@ -220,9 +235,6 @@ def law(lo, hi, p, x, t, want, y, dy):
         put(y, e, Y_P + 6, pb)
         y[e, Y_POTENTIAL] = 0.0
         y[e, Y_POWER] = 0.0
-        if derivatives:
-            for k in range(9):
-                put_block(dy, e, DQ + 9 * k, H[k])
     return -1
 
 

@@ -126,10 +126,15 @@ class GeneralizedAlpha:
 
     name = "generalized-alpha"
 
+    @staticmethod
+    def parameters(spec) -> AlphaParameters:
+        """The parameters of an IntegratorSpec (what the result's header records)."""
+        return AlphaParameters.from_rho(spec.rho_inf)
+
     def __init__(self, model, spec, mechanism: Optional[Mechanism] = None):
         self.model = model
         self.spec = spec
-        self.params = AlphaParameters.from_rho(spec.rho_inf)
+        self.params = self.parameters(spec)
         mech = self.mechanism = mechanism if mechanism is not None else Mechanism(model)
         self.solver = mech.solver
         self.n_steps = 0

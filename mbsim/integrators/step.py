@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..elements.base import DERIVATIVES, N_DY, N_X, N_Y, VALUES, Y_P, Y_PHI, Y_POWER
+from ..elements.base import DERIVATIVES, JACOBIAN, N_DY, N_X, N_Y, VALUES, Y_P, Y_PHI, Y_POWER
 from ..kernels import lu as klu
 from ..kernels import njit
 from ..kernels.so3 import cay_compose, cay_mv, matrices
@@ -73,15 +73,15 @@ def _prepare_elements(consts, t, bodies, el, wk, zeros):
     """The step's constants of the kinds interpolated by their forces, at t_n (``bodies`` = (Λ_n, r_n,
     v_n, ω_n)): per instance ``cache[e, 0:12]`` its forces about the centres with λ = 0 and
     ``cache[e, 12(1 + i) …]`` the bodies' row of its own row i's Jacobian G(q_n)."""
-    start, data, count, interp = el[0], el[2], el[8], el[10]
+    start, data, count, mask, interp = el[0], el[2], el[8], el[9], el[10]
     x, y, dy, arms, res, K1, cache, Gb = wk
     Rn, rn, vn, wn, nodr = bodies
     for kind in range(start.shape[0] - 1):
         lo, hi = start[kind], start[kind + 1]
         if hi == lo or interp[kind] != FORCES:
             continue
-        gather.at_state(el, lo, hi, (Rn, rn, nodr, vn, wn), (zeros, zeros), x, arms)
-        law(kind, lo, hi, data, x, t, DERIVATIVES, y, dy)
+        gather.at_state(el, kind, (Rn, rn, nodr, vn, wn), (zeros, zeros), x, arms, False)
+        law(kind, lo, hi, data, x, t, JACOBIAN, y, dy)
         for e in range(lo, hi):
             Q = body_forces(y, e, arms)
             for s in range(4):
@@ -112,7 +112,7 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
     x, y, dy, arms, res, K1, cache, Gb = wk
     tdata, R, Q = out
     direct = pos.shape[0] > 0  # the blocks straight into the solver's storage; else into K1[e] (n, W, W)
-    want = DERIVATIVES if tangent != NO_TANGENT else VALUES
+    want = DERIVATIVES | JACOBIAN if tangent != NO_TANGENT else VALUES
     bf = 1.0 - af
     failed = -1
     W = K1.shape[1]
@@ -122,7 +122,7 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
             continue
         forces = interp[kind] == FORCES
         if forces:  # at t_{n+1}, the forces interpolated (THEORY §11)
-            gather.at_state(el, lo, hi, (R1, rn, dr, v1, w1), (lam, target), x, arms)
+            gather.at_state(el, kind, (R1, rn, dr, v1, w1), (lam, target), x, arms, False)
             f = law(kind, lo, hi, data, x, t1, want, y, dy)
         else:  # at the α-interpolated state (THEORY §6)
             gather.interpolated(el, lo, hi, (R1, Rn, r1, rn, v1, vn, w1, wn), af, (lam, target), x, arms)
@@ -150,7 +150,10 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
             if tangent == NO_TANGENT:
                 continue
             a, b = body[e, 0], body[e, 1]
-            arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 6), row(arms, e, 9))
+            if forces:  # at t_{n+1}: the lever arms are the arms the unknowns turn
+                arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 0), row(arms, e, 3))
+            else:
+                arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 6), row(arms, e, 9))
             if tangent == SEED and seed[e]:  # THEORY §8: δω' = g Tᵀ Δθ, no geometric terms
                 vmap = (g, mscale(g, mt(of_array(T, a))), mscale(g, mt(of_array(T, b))), row(w1, a, 0), row(w1, b, 0))
                 geometric = False
@@ -506,7 +509,7 @@ def _accept(consts, step_k, state, it, own, model, pw, energy_wk):
 @njit(cache=True)
 def _power(el, elx, bodies, own, t, work):
     """The power the elements dissipate at a state (the kinds that can: ``elx[9]``), kind by kind."""
-    start, data = el[0], el[2]
+    start, data, mask = el[0], el[2], el[9]
     dissipates = elx[9]
     x, y, dy, arms = work
     power = 0.0
@@ -514,7 +517,7 @@ def _power(el, elx, bodies, own, t, work):
         lo, hi = start[kind], start[kind + 1]
         if hi == lo or not dissipates[kind]:
             continue
-        gather.at_state(el, lo, hi, bodies, own, x, arms)
+        gather.at_state(el, kind, bodies, own, x, arms, False)
         law(kind, lo, hi, data, x, t, VALUES, y, dy)
         for e in range(lo, hi):
             power += y[e, Y_POWER]

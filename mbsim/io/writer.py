@@ -63,6 +63,36 @@ JOINT_DATASETS = {
 SOLVER_KEYS = ("solver/iterations", "solver/residual_norm", "solver/step")
 
 
+def run_attributes(scenario, integrator: str, params, linear_solver: str, velocity_projection=None) -> dict:
+    """The root attributes of a run's result that describe how it was computed (OUTPUT.md; besides
+    :data:`ROOT_ATTRIBUTES`, which the writer keeps): the integrator's name and parameters (``params``:
+    rho_inf, alpha_f, alpha_m, beta, gamma), the linear solver, the Newton and time settings, and the
+    initial velocities' projection when the joints made one.  The one place that lists them: ``mbsim run``
+    and the in-memory results of ``mbsim.simulate`` write these."""
+    sc = scenario
+    attrs = {
+        "rho_inf": params.rho_inf, "alpha_f": params.alpha_f, "alpha_m": params.alpha_m, "beta": params.beta,
+        "gamma": params.gamma, "tangent": sc.integrator.tangent, "integrator": integrator,
+        "linear_solver": linear_solver,
+        "newton_max_iterations": sc.integrator.max_iterations,
+        "newton_rtol": sc.integrator.rtol, "newton_atol": sc.integrator.atol,
+        "newton_modified": sc.integrator.modified,
+        "time_step": sc.time.step, "time_end": sc.time.end, "output_interval": sc.output.interval,
+        "time_adaptive": sc.time.adaptive, "time_min_step": sc.time.min_step,
+    }
+    if velocity_projection:
+        attrs["velocity_projection"] = _projection_json(velocity_projection)
+    return attrs
+
+
+def _projection_json(projection: dict) -> str:
+    """``{body: (Δv, Δω)}`` as the ``velocity_projection`` attribute: JSON, per body the changes of its
+    velocity [m/s] and angular velocity [rad/s] at t = 0."""
+    import json
+    return json.dumps({name: {"velocity": [float(x) for x in dv], "angular_velocity": [float(x) for x in dw]}
+                       for name, (dv, dw) in projection.items()})
+
+
 def frame_datasets(n_joints: int) -> dict:
     """The per-frame datasets of a file: FRAME_DATASETS, and JOINT_DATASETS when there are joints."""
     return {**FRAME_DATASETS, **JOINT_DATASETS} if n_joints else FRAME_DATASETS

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..elements.base import DG, DQ, DV, Y_P
 from ..kernels import njit
-from ..kernels.vec import (ZERO33, block, cross, hat_hat, hat_m, m_hat, madd, mm, mneg, mscale, msub, row)
+from ..kernels.vec import (ZERO33, block, cross, hat_hat, hat_m, is_zero, m_hat, madd, mm, mneg, mscale, msub, row)
 
 
 @njit(cache=True)
@@ -61,39 +61,65 @@ def _put33(K, ke, ro, co, A):
 @njit(cache=True)
 def _p_row(dy, e, r, mask, arms, spins, vmap, weights):
     """The derivatives of the row ``r`` of p (0: p_d, 1: p_A, 2: p_B) with respect to the bodies'
-    unknowns (Δr_A, Δθ_A, Δr_B, Δθ_B), four 3×3 blocks (the module docstring's chain rule)."""
+    unknowns (Δr_A, Δθ_A, Δr_B, Δθ_B), four 3×3 blocks (the module docstring's chain rule), and whether
+    any is nonzero (a declared block may be zero at an instance: it is read, tested and skipped)."""
     zA, zB = arms
     sA, sB = spins  # ω̂_A ẑ_A, ω̂_B ẑ_B
     g, OmA, OmB = vmap[0], vmap[1], vmap[2]
     wq, wv = weights
     PrA, PtA, PrB, PtB = ZERO33, ZERO33, ZERO33, ZERO33
     b = 3 * r
+    some = False
     if wq != 0.0:
         if mask & (1 << b):  # ∂p/∂d
-            B = mscale(wq, block(dy, e, DQ + 9 * b))
-            PrA, PtA, PrB, PtB = mneg(B), m_hat(B, zA), B, mneg(m_hat(B, zB))
+            B = block(dy, e, DQ + 9 * b)
+            if not is_zero(B):
+                B = mscale(wq, B)
+                PrA, PtA, PrB, PtB = mneg(B), m_hat(B, zA), B, mneg(m_hat(B, zB))
+                some = True
         if mask & (1 << (b + 1)):  # ∂p/∂θ_A
-            PtA = madd(PtA, mscale(wq, block(dy, e, DQ + 9 * (b + 1))))
+            B = block(dy, e, DQ + 9 * (b + 1))
+            if not is_zero(B):
+                PtA = madd(PtA, mscale(wq, B))
+                some = True
         if mask & (1 << (b + 2)):  # ∂p/∂θ_B
-            PtB = madd(PtB, mscale(wq, block(dy, e, DQ + 9 * (b + 2))))
+            B = block(dy, e, DQ + 9 * (b + 2))
+            if not is_zero(B):
+                PtB = madd(PtB, mscale(wq, B))
+                some = True
         if mask & (1 << (9 + b)):  # ∂p/∂ḋ through ḋ's dependence on the rotations
-            C = mscale(wq, block(dy, e, DV + 9 * b))
-            PtA = madd(PtA, mm(C, sA))
-            PtB = msub(PtB, mm(C, sB))
+            C = block(dy, e, DV + 9 * b)
+            if not is_zero(C):
+                C = mscale(wq, C)
+                PtA = madd(PtA, mm(C, sA))
+                PtB = msub(PtB, mm(C, sB))
+                some = True
     if wv != 0.0:
         CA, CB = ZERO33, ZERO33  # ∂p/∂ω_A, ∂p/∂ω_B (before the velocity map)
+        velocity = False
         if mask & (1 << (9 + b)):  # ∂p/∂ḋ
-            C = mscale(wv, block(dy, e, DV + 9 * b))
-            PrA = madd(PrA, mscale(-g, C))
-            PrB = madd(PrB, mscale(g, C))
-            CA, CB = m_hat(C, zA), mneg(m_hat(C, zB))
+            C = block(dy, e, DV + 9 * b)
+            if not is_zero(C):
+                C = mscale(wv, C)
+                PrA = madd(PrA, mscale(-g, C))
+                PrB = madd(PrB, mscale(g, C))
+                CA, CB = m_hat(C, zA), mneg(m_hat(C, zB))
+                velocity = True
         if mask & (1 << (9 + b + 1)):
-            CA = madd(CA, mscale(wv, block(dy, e, DV + 9 * (b + 1))))
+            C = block(dy, e, DV + 9 * (b + 1))
+            if not is_zero(C):
+                CA = madd(CA, mscale(wv, C))
+                velocity = True
         if mask & (1 << (9 + b + 2)):
-            CB = madd(CB, mscale(wv, block(dy, e, DV + 9 * (b + 2))))
-        PtA = madd(PtA, mm(CA, OmA))
-        PtB = madd(PtB, mm(CB, OmB))
-    return PrA, PtA, PrB, PtB
+            C = block(dy, e, DV + 9 * (b + 2))
+            if not is_zero(C):
+                CB = madd(CB, mscale(wv, C))
+                velocity = True
+        if velocity:
+            PtA = madd(PtA, mm(CA, OmA))
+            PtB = madd(PtB, mm(CB, OmB))
+            some = True
+    return PrA, PtA, PrB, PtB, some
 
 
 _ROW_BITS = (0b111 | (0b111 << 9), (0b111 << 3) | (0b111 << 12), (0b111 << 6) | (0b111 << 15))
@@ -112,18 +138,24 @@ def force_block(K, ke, dy, e, mask, pd, arms, vmap, weights, geometric):
     spins = (ZERO33, ZERO33)
     if wq != 0.0 and mask & ((1 << 9) | (1 << 12) | (1 << 15)):  # ∂p/∂ḋ: ḋ = ẋ_B − ẋ_A turns with the arms
         spins = (_spin(vmap[3], zAm), _spin(vmap[4], zBm))
-    Pd = _p_row(dy, e, 0, mask, (zAm, zBm), spins, vmap, weights) if mask & _ROW_BITS[0] else \
-        (ZERO33, ZERO33, ZERO33, ZERO33)
-    Pa = _p_row(dy, e, 1, mask, (zAm, zBm), spins, vmap, weights) if mask & _ROW_BITS[1] else \
-        (ZERO33, ZERO33, ZERO33, ZERO33)
-    Pb = _p_row(dy, e, 2, mask, (zAm, zBm), spins, vmap, weights) if mask & _ROW_BITS[2] else \
-        (ZERO33, ZERO33, ZERO33, ZERO33)
+    nothing = (ZERO33, ZERO33, ZERO33, ZERO33, False)
+    Pd = _p_row(dy, e, 0, mask, (zAm, zBm), spins, vmap, weights) if mask & _ROW_BITS[0] else nothing
+    Pa = _p_row(dy, e, 1, mask, (zAm, zBm), spins, vmap, weights) if mask & _ROW_BITS[1] else nothing
+    Pb = _p_row(dy, e, 2, mask, (zAm, zBm), spins, vmap, weights) if mask & _ROW_BITS[2] else nothing
+    d4, a4, b4 = (Pd[0], Pd[1], Pd[2], Pd[3]), (Pa[0], Pa[1], Pa[2], Pa[3]), (Pb[0], Pb[1], Pb[2], Pb[3])
     for X in range(4):
-        _put33(K, ke, 0, 3 * X, Pd[X])
-        _put33(K, ke, 3, 3 * X, msub(hat_m(zAl, Pd[X]), Pa[X]))
-        _put33(K, ke, 6, 3 * X, mneg(Pd[X]))
-        _put33(K, ke, 9, 3 * X, mneg(madd(hat_m(zBl, Pd[X]), Pb[X])))
-    if geometric and wq != 0.0:  # the lever arms turn: ∂(p_d × z_A)/∂θ_A = −p̂_d ẑ_A, ∂(z_B × p_d)/∂θ_B = p̂_d ẑ_B
+        if Pd[4]:
+            _put33(K, ke, 0, 3 * X, d4[X])
+            _put33(K, ke, 3, 3 * X, msub(hat_m(zAl, d4[X]), a4[X]))
+            _put33(K, ke, 6, 3 * X, mneg(d4[X]))
+            _put33(K, ke, 9, 3 * X, mneg(madd(hat_m(zBl, d4[X]), b4[X])))
+        else:  # (a force element without one, and every joint whose rows do not turn with d: p_d constant)
+            _put33(K, ke, 0, 3 * X, ZERO33)
+            _put33(K, ke, 3, 3 * X, mneg(a4[X]))
+            _put33(K, ke, 6, 3 * X, ZERO33)
+            _put33(K, ke, 9, 3 * X, mneg(b4[X]))
+    if geometric and wq != 0.0 and not (pd[0] == 0.0 and pd[1] == 0.0 and pd[2] == 0.0):
+        # the lever arms turn: ∂(p_d × z_A)/∂θ_A = −p̂_d ẑ_A, ∂(z_B × p_d)/∂θ_B = p̂_d ẑ_B
         GA = mscale(wq, hat_hat(pd, zAm))
         GB = mscale(wq, hat_hat(pd, zBm))
         for i in range(3):

@@ -15,7 +15,7 @@ velocity-quadratic part of Φ̈: the law's γ_f plus the arms' centripetal part 
 """
 from __future__ import annotations
 
-from ..elements.base import DERIVATIVES, GAMMA, Y_GAMMA
+from ..elements.base import GAMMA, JACOBIAN, Y_GAMMA
 from ..kernels import lu as klu
 from ..kernels import njit
 from ..kernels.so3 import matrices
@@ -62,7 +62,7 @@ def solve(mode, bodies, state, loads, el, elx, solver, work, result):
         Q[j] = 0.0
     data[:] = 0.0
     scatter_bodies(body_pos, krr, Jw, data)
-    want = DERIVATIVES | GAMMA if mode == ACCELERATION else DERIVATIVES
+    want = JACOBIAN | GAMMA if mode == ACCELERATION else JACOBIAN
     evaluate.at_state(el, (Rm, r, nodr, v, w), (zeros, zeros), t, want, (x, y, dy, arms), kinds)
     w_ = K1.shape[1]
     for kind in range(start.shape[0] - 1):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..elements.base import N_DY, N_X, N_Y, Y_P, Y_PHI, Y_POTENTIAL, Y_POWER
+from ..elements.base import GAMMA, N_DY, N_X, N_Y, Y_P, Y_PHI, Y_POTENTIAL, Y_POWER
 from ..kernels import njit
 from . import gather
 from .chain import body_forces
@@ -35,7 +35,7 @@ def at_state(el, bodies, own, t, want, work, kinds):
         lo, hi = start[kind], start[kind + 1]
         if hi == lo or not kinds[kind]:
             continue
-        gather.at_state(el, lo, hi, bodies, own, x, arms)
+        gather.at_state(el, kind, bodies, own, x, arms, (want & GAMMA) != 0)
         f = law(kind, lo, hi, data, x, t, want, y, dy)
         if f >= 0 and failed < 0:
             failed = f

@@ -16,8 +16,9 @@ Two ways to gather (THEORY §6, §11, §12):
   (``X_MOVES``).
 
 Each also writes, per instance, the arms the engine's chain rule uses (:mod:`mbsim.mechanics.chain`):
-``arms[e] = (z_A, z_B, z_A', z_B')``, the lever arms of the forces (at the state, or interpolated) and
-the arms whose rotation the unknowns' increments move (at the state, or at t_{n+1}).
+``arms[e, 0:6] = (z_A, z_B)``, the lever arms of the forces (at the state, or interpolated), and, for the
+interpolated state, ``arms[e, 6:12] = (z_A', z_B')``, the arms whose rotation the unknowns' increments move
+(at t_{n+1}; at a physical state they are the lever arms themselves).
 """
 from __future__ import annotations
 
@@ -38,16 +39,22 @@ def _own(el, e, own, x):
 
 
 @njit(cache=True)
-def at_state(el, lo, hi, bodies, own, x, arms):
-    """The state of instances ``lo … hi−1`` at one physical state into ``x`` and ``arms`` (module
-    docstring); ``bodies`` = (R, r, dr, v, w): rotation matrices, positions, the step's increments
-    of the positions (empty (0, 3) outside a step: then r holds the positions themselves), velocities
-    and angular velocities of every body (n_all, ·); ``own`` = (lam, target) of every own unknown."""
-    body, P = el[1], el[3]
+def at_state(el, kind, bodies, own, x, arms, gamma):
+    """The state of the instances of kind ``kind`` at one physical state into ``x`` and ``arms[:, 0:6]``
+    (module docstring: the lever arms are the arms the unknowns turn); ``bodies`` = (R, r, dr, v, w):
+    rotation matrices, positions, the step's increments of the positions (empty (0, 3) outside a step:
+    then r holds the positions themselves), velocities and angular velocities of every body (n_all, ·);
+    ``own`` = (lam, target) of every own unknown.  ḋ, ω_A and ω_B are gathered for a kind whose values
+    depend on them (it declares a derivative block with respect to them) and, with ``gamma``, for a
+    constraint's γ; an axis's motion (X_MOVES) for a kind evaluated at the α-interpolated state in a step
+    (which reads it)."""
+    start, body, P = el[0], el[1], el[3]
     axes, side, n_axes = el[4], el[5], el[6]
+    rates = gamma or rates_of(el[9][kind])
+    moves = el[10][kind] == 0  # (mbsim.elements.base.INTERPOLATE["state"])
     R, r, dr, v, w = bodies
     steps = dr.shape[0] > 0
-    for e in range(lo, hi):
+    for e in range(start[kind], start[kind + 1]):
         a, b = body[e, 0], body[e, 1]
         ZA, ZB = row(P, e, 0), row(P, e, 3)
         zA, zB = mv(R, a, ZA), mv(R, b, ZB)
@@ -61,21 +68,28 @@ def at_state(el, lo, hi, bodies, own, x, arms):
         put(x, e, X_D, ((((r[b, 0] - r[a, 0]) + longer[0]) + shorter[0]) + inc[0],
                         (((r[b, 1] - r[a, 1]) + longer[1]) + shorter[1]) + inc[1],
                         (((r[b, 2] - r[a, 2]) + longer[2]) + shorter[2]) + inc[2]))
-        wa, wb = row(w, a, 0), row(w, b, 0)
-        ta, tb = cross(wa, zA), cross(wb, zB)
-        put(x, e, X_DV, ((v[b, 0] + tb[0]) - (v[a, 0] + ta[0]), (v[b, 1] + tb[1]) - (v[a, 1] + ta[1]),
-                         (v[b, 2] + tb[2]) - (v[a, 2] + ta[2])))
-        put(x, e, X_WA, wa)
-        put(x, e, X_WB, wb)
+        if rates:
+            wa, wb = row(w, a, 0), row(w, b, 0)
+            ta, tb = cross(wa, zA), cross(wb, zB)
+            put(x, e, X_DV, ((v[b, 0] + tb[0]) - (v[a, 0] + ta[0]), (v[b, 1] + tb[1]) - (v[a, 1] + ta[1]),
+                             (v[b, 2] + tb[2]) - (v[a, 2] + ta[2])))
+            put(x, e, X_WA, wa)
+            put(x, e, X_WB, wb)
         for k in range(n_axes[e]):
             n = mv(R, b if side[e, k] else a, (axes[e, k, 0], axes[e, k, 1], axes[e, k, 2]))
             put(x, e, X_AXES + 3 * k, n)
-            put(x, e, X_MOVES + 3 * k, n)
+            if moves:
+                put(x, e, X_MOVES + 3 * k, n)
         _own(el, e, own, x)
         put(arms, e, 0, zA)
         put(arms, e, 3, zB)
-        put(arms, e, 6, zA)
-        put(arms, e, 9, zB)
+
+
+@njit(cache=True)
+def rates_of(mask):
+    """Whether a kind's values depend on the rates (ḋ, ω_A, ω_B): a derivative block with respect to them
+    declared (:func:`mbsim.elements.base.block_mask`)."""
+    return (mask >> 9) != 0
 
 
 @njit(cache=True)

@@ -33,6 +33,23 @@ def jacobian(model, r, q, v, w, t: float = 0.0) -> sp.csr_matrix:
     return mech.jacobian(mech.state(t, r, q, v, w))[1]
 
 
+def _summary(items) -> str:
+    """``[(joint, type, equations), …]`` said once per kind of joint and equations: ``joint 'C' (revolute):
+    …`` for one, ``revolute joints 'C1', 'C2', …, 'C40' (40): …`` for many (A02's 40 four-bars each give up
+    the same three equations: said once, not forty times)."""
+    groups: dict = {}
+    for name, jtype, rows in items:
+        groups.setdefault((jtype, rows), []).append(name)
+    parts = []
+    for (jtype, rows), names in groups.items():
+        if len(names) == 1:
+            parts.append(f"joint '{names[0]}' ({jtype}): {rows}")
+            continue
+        shown = [f"'{n}'" for n in names] if len(names) <= 6 else [f"'{n}'" for n in names[:3]] + ["…", f"'{names[-1]}'"]
+        parts.append(f"{jtype} joints {', '.join(shown)} ({len(names)}): {rows}")
+    return "; ".join(parts)
+
+
 def bridges(n_nodes: int, edges) -> set:
     """The edges (indices into ``edges``, pairs of nodes) whose removal disconnects their graph."""
     adj = [[] for _ in range(n_nodes)]
@@ -108,9 +125,9 @@ def settle(model, scenario) -> None:
     dependent = dependent_rows(model, G)
     if dependent:
         joints = scenario.joints
-        what = "; ".join(f"joint '{joints[j].name}' ({joints[j].type}): "
-                         + ", ".join(describe_row(joints[j], all_rows(joints[j])[i]) for i in rows)
-                         for j, rows in sorted(dependent.items()))
+        what = _summary([(joints[j].name, joints[j].type,
+                          ", ".join(describe_row(joints[j], all_rows(joints[j])[i]) for i in rows))
+                         for j, rows in sorted(dependent.items())])
         n = sum(len(r) for r in dependent.values())
         if scenario.integrator.redundant == "refuse":
             raise JointError(f"{n} joint equation{'s' if n > 1 else ''} depend on the others at t = 0 (redundant "

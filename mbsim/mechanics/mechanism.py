@@ -24,7 +24,7 @@ from typing import Optional
 import numpy as np
 import scipy.sparse as sp
 
-from ..elements.base import DERIVATIVES, DG, GAMMA, VALUES, Y_GAMMA, Y_POTENTIAL, Y_POWER
+from ..elements.base import DERIVATIVES, DG, GAMMA, JACOBIAN, VALUES, Y_GAMMA, Y_POTENTIAL, Y_POWER
 from ..kernels.rotations import cross, quat_to_matrix, skew
 from ..linalg import LinearSolver
 from . import blocks as kbl
@@ -176,7 +176,7 @@ class Mechanism:
         (default zero: the state at rest, or a linearization about a motion with v̇ = 0)."""
         m, el = self.model, self.model.elements
         nm, n = m.n_moving, el.n
-        R, failed = self._evaluate(s, DERIVATIVES if derivatives else VALUES)
+        R, failed = self._evaluate(s, DERIVATIVES | JACOBIAN if derivatives else VALUES)
         if failed >= 0:
             raise ValueError(f"at t = {s.t:g} s {el.failure(failed)}")
         x, y, dy, arms = self._work
@@ -294,7 +294,7 @@ class Mechanism:
         """γ: the part of the joints' Φ̈ quadratic in the velocities at state ``s`` (Φ̈ = G v̇ + γ, THEORY
         §11): the laws' γ_f and the arms' centripetal part ``g_d·(ω_B×(ω_B×z_B) − ω_A×(ω_A×z_A))``."""
         el = self.model.elements
-        self._evaluate(s, DERIVATIVES | GAMMA)
+        self._evaluate(s, JACOBIAN | GAMMA)
         x, y, dy, arms = self._work
         w = np.asarray(s.w, dtype=float)
         out = np.zeros(el.n_unknowns)

@@ -47,7 +47,7 @@ import yaml
 
 from .errors import Problem, ScenarioError
 from .spec import (
-    DRIVEN, JOINT_TYPES, TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec, IntegratorSpec, JointSpec,
+    DRIVEN, JOINT_TYPES, METHODS, TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec, IntegratorSpec, JointSpec,
     LoadSpec, OutputSpec, Ramp, Scenario, Sine, SmoothRamp, Table, TimeSpec, frozen_array,
 )
 from .yamlnodes import TOP, Map, Reader, _clip, compose, describe, join, kind, line_of, nodes_of, norm, suggest
@@ -395,9 +395,10 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
 
 
 def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
-    m = r.mapping(node, path, ("rho_inf", "tangent", "newton", "joints"))
+    m = r.mapping(node, path, ("method", "rho_inf", "tangent", "newton", "joints"))
     if m is None:
         return None
+    method = r.optional(m, "method", lambda n, p: r.choice(n, p, METHODS, "method"), IntegratorSpec.method)
     rho = r.optional(m, "rho_inf", r.number, 0.9)
     if rho is not None and not 0.0 <= rho <= 1.0:
         r.report(m.sub("rho_inf"), m.get("rho_inf"), f"must be in [0, 1], got {m.get('rho_inf').value}")
@@ -432,7 +433,7 @@ def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
                                       getattr(IntegratorSpec, key))
                       for key, options in (("redundant", ("remove", "refuse")),
                                            ("velocities", ("project", "refuse")))}
-    return IntegratorSpec(rho_inf=rho, tangent=tangent, **newton, **joints)
+    return IntegratorSpec(method=method, rho_inf=rho, tangent=tangent, **newton, **joints)
 
 
 def _output(r: Reader, node, path: str, time: Optional[TimeSpec]) -> Optional[OutputSpec]:
@@ -652,14 +653,19 @@ class _Connector:
         self.name, self.name_node, self.node, self.spec = name, name_node, node, spec
 
 
-@functools.lru_cache(maxsize=None)
 def _connector_rules() -> tuple[dict, dict, dict, list]:
+    """:func:`_rules_of` the element registry as it is now (a kind registered later counts from then on)."""
+    from ..elements import ELEMENTS
+    return _rules_of(ELEMENTS)
+
+
+@functools.lru_cache(maxsize=4)
+def _rules_of(registry: tuple) -> tuple[dict, dict, dict, list]:
     """From the element registry (each kind's file declares its keys and reads them): the keys of every
     kind by type, the aliases of the type names, per type a message for each key that belongs to other
     types only, and every key of any type.  Kinds of the ``joints`` section (``section``) are not
     connector types: the loader reads joints itself (:func:`_joint`)."""
-    from ..elements import ELEMENTS
-    kinds = [k for k in ELEMENTS if getattr(k, "section", "connectors") == "connectors"]
+    kinds = [k for k in registry if getattr(k, "section", "connectors") == "connectors"]
     keys = {k.type: _CONNECTOR_COMMON + k.keys for k in kinds}
     aliases = {alias: k.type for k in kinds for alias in k.aliases}
     every = sorted({k for own in keys.values() for k in own})

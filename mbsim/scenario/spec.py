@@ -21,6 +21,7 @@ WORLD = "world"
 
 from ..elements.torsional import JOINT_PROJECTION, PROJECTIONS  # noqa: E402,F401  (the torsional damper's own)
 TANGENTS = ("consistent", "seed")
+METHODS = ("generalized-alpha",)  # the time integrators (mbsim.integrators.INTEGRATORS)
 
 
 def frozen_array(values, shape=None) -> np.ndarray:
@@ -276,9 +277,12 @@ class TimeSpec:
 
 @dataclass(frozen=True)
 class IntegratorSpec:
-    """``integrator``; ``modified`` (an mbsim extension, ``newton.modified``) reuses the
-    factorized tangent across iterations and steps while Newton contracts fast."""
+    """``integrator``; ``method`` (an mbsim extension) names the time integrator (METHODS: the keys of
+    :data:`mbsim.integrators.INTEGRATORS`, a test checks it); ``modified`` (an mbsim extension,
+    ``newton.modified``) reuses the factorized tangent across iterations and steps while Newton
+    contracts fast."""
 
+    method: str = "generalized-alpha"
     rho_inf: float = 0.9
     tangent: str = "consistent"
     max_iterations: int = 25
