@@ -170,7 +170,6 @@ def _prepare() -> None:
         _preparing = True
         try:
             if NUMBA:
-                _numpy_support_without_scipy()
                 from numba.core.typing.typeof import typeof
                 from numba.extending import typeof_impl
 
@@ -192,26 +191,6 @@ def _cache_impl():
     """numba's cache implementation class, which lists the cache locators (renamed across versions)."""
     from numba.core import caching
     return getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
-
-
-def _numpy_support_without_scipy() -> None:
-    """Import numba's numpy implementations without importing SciPy's linear algebra (0.25 s).
-
-    At its import, ``numba.np.arraymath`` probes for BLAS by importing ``scipy.linalg`` in full,
-    only to choose how ``np.correlate``/``np.convolve`` are compiled; the first compiled call or
-    cache load of every process imports it.  No mbsim kernel uses BLAS, so unless SciPy's linear
-    algebra is already loaded the probe is answered "no" (the slower inner product for those
-    two functions).  Anything that really needs BLAS in compiled code (``np.dot`` of matrices,
-    ``np.linalg``) imports SciPy itself when it is compiled, as numba always does.
-    """
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    sys.modules["scipy.linalg"] = None  # an import of it raises ImportError while this entry is None
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        if sys.modules.get("scipy.linalg", 0) is None:
-            del sys.modules["scipy.linalg"]
 
 
 def _sources_digest() -> str:
