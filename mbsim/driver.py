@@ -22,7 +22,7 @@ import numpy as np
 from . import resources
 from .energy import energy_drift
 from .integrators import INTEGRATORS
-from .kernels import firstrun
+from . import compiling
 from .mechanics import frames as kfr
 from .mechanics.joints import JointError, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
 from .model.model import Model
@@ -301,7 +301,7 @@ class _Loop:
         says so on stderr when that takes long (the first run on a machine)."""
         t0 = time.perf_counter()
         timer = None
-        interpreted = firstrun.start(self.sc)  # a cold cache: plain Python, compiled when the background is done
+        interpreted = self.first_run.start(self.sc)  # a cold cache: plain Python until the background compiled
         if interpreted:
             if self.notify is not None:
                 self.notify("first run on this machine: running uncompiled while the numerical kernels compile "
@@ -313,16 +313,10 @@ class _Loop:
             timer.daemon = True
             timer.start()
         try:
-            sc = self.sc
             s = self.start["state"] if self.start is not None else self.integ.initial_state()
-            # the compiled loops run fixed steps only, and not when every step is watched (on_step)
-            every = 0 if sc.time.adaptive or self.on_step is not None else \
-                step_schedule(sc.time.end, sc.time.step, sc.output.interval)[2]
-            try:
-                self.integ.warm_up(s, sc.time.step, every)
-                self.integ.frame(s)  # the frame kernel too: frame 0 is written in the timed loop
-                if not interpreted:
-                    firstrun.mark_ready()
+            try:  # (the compiled loops run fixed steps only, and not when every step is watched: on_step)
+                compiling.warm_up(self.sc, self.model, self.integ, s, watched=self.on_step is not None)
+                self.first_run.mark_ready()
             except Exception:  # noqa: BLE001 - the time loop meets (and reports) the same trouble
                 pass
         finally:
@@ -436,7 +430,7 @@ class _Loop:
         try:
             # Non-finite numbers are detected explicitly (Newton's residual, every state and
             # frame), so numpy's overflow warnings would only be noise on the user's screen.
-            with _SignalGuard() as self.guard, np.errstate(all="ignore"):
+            with _SignalGuard() as self.guard, np.errstate(all="ignore"), compiling.FirstRun() as self.first_run:
                 if self.out is not None:  # inside the guard: a Ctrl-C now still leaves a clean file
                     self.writer = self._open_writer()
                 self.compile_s = self._warm_up()
@@ -462,7 +456,7 @@ class _Loop:
                 frames_blocks = blocks and self.multi_frame
                 while not ctl.done(s.t):
                     self._check_signal()
-                    firstrun.poll()  # a first run: compiled from here on once the background compilation is done
+                    self.first_run.poll()  # a first run: compiled from here on once the background compiled
                     nf = ctl.full_frames_ahead() if frames_blocks and not python_next else 0
                     if nf:
                         s, python_next = self._frames_block(s, nf)

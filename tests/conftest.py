@@ -1,9 +1,11 @@
 """Test-session settings.
 
 ``MBSIM_FIRST_RUN=compile``: a run on a cold numba cache compiles in the foreground, as the tests
-that give numba a cache directory of their own expect, instead of running interpreted while a
-background process compiles (mbsim.kernels.firstrun; tests/integration/test_first_run.py tests
-that path on purpose).  Subprocesses inherit it.
+that give numba a cache directory of their own expect (the mutants of tests/regression run every
+example there), instead of running as plain Python while a background process compiles
+(mbsim.compiling).  Subprocesses inherit it.  On a warm cache the default policy (``auto``, what
+users get) runs compiled too; tests/integration/test_first_run.py tests it on purpose, on a warm
+cache and on a cold one (``compiling.policy`` in a thread, or the variable unset in a subprocess).
 """
 import os
 

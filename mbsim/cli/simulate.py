@@ -290,10 +290,10 @@ def _cmd_info(args) -> int:
 def format_info(info: dict) -> str:
     """Text form of :func:`mbsim.io.reader.read_summary`."""
     it, c = info["integrator"], info["counters"]
-    lines = [f"{info['path']}: mbsim trajectory (written by mbsim {info['mbsim_version']}, "
-             f"{info['created_utc']})",
-             f"  scenario       {info['scenario_name']}",
-             f"  status         {info['status']}"]
+    lines = [f"{info['path']}: mbsim trajectory (written by mbsim {_q(info['mbsim_version'])}, "
+             f"{_q(info['created_utc'])})",
+             f"  scenario       {_q(info['scenario_name'])}",
+             f"  status         {_q(info['status'])}"]
     if info["message"] and info["message"] != info["status"]:
         lines.append(f"  message        {info['message']}")
     if info["status"] == "running":
@@ -307,16 +307,17 @@ def format_info(info: dict) -> str:
     by_type = ", ".join(f"{n} {t}" for t, n in conns.items())
     lines.append(f"  connectors     {sum(conns.values())}" + (f": {by_type}" if by_type else ""))
     lines += _joint_lines(info.get("joints") or [])
+    # read_summary gives each root attribute as OUTPUT.md types it, or None (missing or of another type:
+    # listed at the end); "?" stands for a None here
     if it.get("rho_inf") is not None:
-        lines.append(f"  integrator     {it.get('integrator') or 'generalized-alpha'}, ρ∞ = {_g(it['rho_inf'])} "
-                     f"(α_f = {_g(it['alpha_f'])}, α_m = {_g(it['alpha_m'])}, β = {_g(it['beta'])}, "
-                     f"γ = {_g(it['gamma'])}), tangent {it['tangent']}")
+        lines.append(f"  integrator     {it.get('integrator') or 'generalized-alpha'}, ρ∞ = {_q(it['rho_inf'])} "
+                     f"(α_f = {_q(it.get('alpha_f'))}, α_m = {_q(it.get('alpha_m'))}, β = {_q(it.get('beta'))}, "
+                     f"γ = {_q(it.get('gamma'))}), tangent {_q(it.get('tangent'))}")
     steps, iters, wall = c.get("steps"), c.get("newton_iterations"), c.get("wall_time_s")
     if steps is not None:
         per = f" ({iters / steps:.2f} per step)" if steps and isinstance(iters, (int, float)) else ""
-        lines.append(f"  counters       {steps} steps, {iters} Newton iterations{per}, "
-                     f"{c.get('rejected_steps')} rejected, wall time "
-                     f"{_g(wall) if isinstance(wall, (int, float)) else wall} s")
+        lines.append(f"  counters       {steps} steps, {_q(iters)} Newton iterations{per}, "
+                     f"{_q(c.get('rejected_steps'))} rejected, wall time {_q(wall)} s")
     bad = info.get("non_finite") or []
     if math.isfinite(info["energy_drift_J"]):
         lines.append(f"  energy drift   {info['energy_drift_J']:.3e} J ({info['energy_drift_relative']:.3e} relative)")
@@ -327,7 +328,17 @@ def format_info(info: dict) -> str:
                      f"written or edited by something else)")
     if info.get("missing_attributes"):
         lines.append(f"  missing        root attributes {', '.join(info['missing_attributes'])} (OUTPUT.md has them)")
+    if info.get("wrongly_typed_attributes"):
+        lines.append(f"  wrong type     root attributes {', '.join(info['wrongly_typed_attributes'])} (not of the "
+                     f"type OUTPUT.md gives them: ignored)")
     return "\n".join(lines)
+
+
+def _q(x) -> str:
+    """A root attribute for ``mbsim info``: a number with 6 digits, text as it is, '?' for None."""
+    if x is None:
+        return "?"
+    return _g(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
 
 
 # joints listed one per line by `mbsim info` (a longer list ends with "... and N more"; --json has all)

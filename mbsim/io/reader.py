@@ -1,6 +1,7 @@
 """Read trajectory files (OUTPUT.md) back: all arrays, or a short summary."""
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Optional
 
@@ -8,7 +9,7 @@ import h5py
 import numpy as np
 
 from ..energy import energy_drift
-from .writer import FLUSH_BYTES, FORMAT, FRAME_DATASETS, JOINT_DATASETS, ROOT_ATTRIBUTES, frame_datasets
+from .writer import FLUSH_BYTES, FORMAT, FRAME_DATASETS, JOINT_DATASETS, frame_datasets
 
 # every per-frame dataset a file may hold (the /joints ones only when it has joints)
 _PER_FRAME = frame_datasets(1)
@@ -44,7 +45,7 @@ def _open(path):
     except _READ_ERRORS as exc:
         raise ResultFileError(f"{path}: cannot open as HDF5 ({exc})") from None
     try:
-        fmt = _str(f.attrs.get("format"))
+        fmt = _typed("format", f.attrs.get("format"))
         if fmt != FORMAT:
             raise ResultFileError(f"{path}: not an mbsim trajectory file (no format='{FORMAT}' attribute)")
         _check(f, path)
@@ -132,7 +133,8 @@ def read_trajectory(path, *, common_length: bool = False) -> dict:
     """Every dataset (as numpy arrays; strings decoded) and root attribute of a result file.
 
     Keys are dataset paths without the leading slash (``"bodies/position"``) and
-    ``"attrs"`` for the root attributes.
+    ``"attrs"`` for the root attributes: those of OUTPUT.md as str, float or int, one of
+    another type (an array, text where a number belongs) left out as if missing.
 
     Parameters
     ----------
@@ -160,7 +162,7 @@ def _guarded(path, fn, *args):
 
 def _read_all(f, path, common_length) -> dict:
     out = {}
-    out["attrs"] = {k: _str(v) for k, v in _attrs(f).items()}
+    out["attrs"] = _root_attributes(f)[0]
     n = _common_length(f, path) if common_length else None
 
     def visit(name, obj):
@@ -227,7 +229,9 @@ def joint_summary(f, frames: int) -> list:
 def read_summary(path) -> dict:
     """What is in a result: name, status, frames, bodies, connectors, joints, counters, energy drift.
 
-    ``joints`` is the list of :func:`joint_summary` (empty for a result without joints)."""
+    ``joints`` is the list of :func:`joint_summary` (empty for a result without joints).  A root
+    attribute of OUTPUT.md that is absent is None and named in ``missing_attributes``; one of another
+    type (an array, text where a number belongs) is None too and named in ``wrongly_typed_attributes``."""
     with _open(path) as f:
         return _guarded(path, _summary, f, path)
 
@@ -243,6 +247,53 @@ def _attrs(f) -> dict:
         except _READ_ERRORS:
             continue
     return out
+
+
+# The root attributes of OUTPUT.md (and `integrator`, which `mbsim info` shows) with the type every reader
+# relies on: text, a real number, or a whole number (the work counters).  OUTPUT_ATTRIBUTES are the ones
+# OUTPUT.md requires of a trajectory file (`format` is checked when the file is opened).
+_TEXT, _REAL, _WHOLE = "text", "a number", "a whole number"
+ATTRIBUTE_TYPES = {
+    "format": _TEXT, "format_version": _WHOLE, "mbsim_version": _TEXT, "scenario_name": _TEXT, "status": _TEXT,
+    "message": _TEXT, "created_utc": _TEXT, "rho_inf": _REAL, "alpha_f": _REAL, "alpha_m": _REAL, "beta": _REAL,
+    "gamma": _REAL, "tangent": _TEXT, "integrator": _TEXT, "steps": _WHOLE, "newton_iterations": _WHOLE,
+    "rejected_steps": _WHOLE, "wall_time_s": _REAL,
+}
+OUTPUT_ATTRIBUTES = tuple(k for k in ATTRIBUTE_TYPES if k not in ("format", "integrator"))
+
+
+def _typed(key, value):
+    """``value`` of root attribute ``key`` as the Python type OUTPUT.md gives it (str, float or int), or
+    None when it is not of that type (an array, a complex number, an empty attribute, text for a number,
+    a count that is not whole...).  Attributes OUTPUT.md does not name are returned as read."""
+    kind = ATTRIBUTE_TYPES.get(key)
+    value = _str(value)
+    if kind is None:
+        return value
+    if kind == _TEXT:
+        return str(value) if isinstance(value, str) else None
+    if isinstance(value, (bool, np.bool_)) or not isinstance(value, (int, float, np.integer, np.floating)):
+        return None
+    if kind == _REAL:
+        return float(value)
+    if isinstance(value, (int, np.integer)):
+        return int(value)
+    return int(value) if math.isfinite(value) and float(value).is_integer() else None
+
+
+def _root_attributes(f) -> tuple:
+    """``(attributes, wrongly_typed)``: the root attributes that can be read, those of OUTPUT.md as str,
+    float or int, and the names of those that are not of their OUTPUT.md type (left out of the first:
+    a reader treats them as missing, which every reader handles, rather than trip over an array where
+    it expects a number)."""
+    out, wrong = {}, []
+    for k, v in _attrs(f).items():
+        t = _typed(k, v)
+        if t is None:
+            wrong.append(k)
+        else:
+            out[k] = t
+    return out, wrong
 
 
 def _non_finite(f, frames: int) -> list:
@@ -261,7 +312,7 @@ def _non_finite(f, frames: int) -> list:
 
 
 def _summary(f, path) -> dict:
-    a = {k: _str(v) for k, v in _attrs(f).items()}
+    a, wrong = _root_attributes(f)
     t = f["time"][()]
     e = {k: f[f"energy/{k}"][()] for k in ("kinetic", "potential", "dissipated", "external_work")}
     n = min(len(t), *(len(v) for v in e.values()))
@@ -288,7 +339,9 @@ def _summary(f, path) -> dict:
         "counters": {k: a.get(k) for k in ("steps", "newton_iterations", "rejected_steps", "wall_time_s")},
         "energy_drift_J": drift,
         "energy_drift_relative": rel,
-        "missing_attributes": [k for k in ROOT_ATTRIBUTES if k not in a],  # reported, not fatal
+        # reported, not fatal (None above): OUTPUT.md's root attributes that are absent, or of another type
+        "missing_attributes": [k for k in OUTPUT_ATTRIBUTES if k not in a and k not in wrong],
+        "wrongly_typed_attributes": wrong,
         "non_finite": _non_finite(f, len(t)),
     }
 
@@ -297,9 +350,9 @@ def result_status(path) -> Optional[str]:
     """``status`` of an existing mbsim result, or None when ``path`` is not one (or unreadable)."""
     try:
         with h5py.File(path, "r") as f:
-            if _str(f.attrs.get("format")) != FORMAT:
+            if _typed("format", f.attrs.get("format")) != FORMAT:
                 return None
-            return _str(f.attrs.get("status"))
+            return _typed("status", f.attrs.get("status"))
     except (OSError, ValueError):
         return None
 
@@ -324,7 +377,7 @@ def _resume_point(f, path) -> dict:
         raise ResultFileError(f"{path}: holds no frame to resume from")
     i = T - 1
     out = {"frames": T, "time": float(f["time"][i]), "scenario": f["scenario"].asstr()[()],
-           "attrs": {k: _str(v) for k, v in _attrs(f).items()},
+           "attrs": _root_attributes(f)[0],
            "dissipated": float(f["energy/dissipated"][i]),
            "external_work": float(f["energy/external_work"][i])}
     for k in ("position", "orientation", "velocity", "acceleration", "angular_velocity",

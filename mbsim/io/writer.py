@@ -264,7 +264,7 @@ class TrajectoryWriter:
         return self._arr
 
     def append(self, frame: dict, iterations: int, residual_norm: float, step: float):
-        """Buffer one frame (see :func:`mbsim.diagnostics.frame_quantities`)."""
+        """Buffer one frame (see :meth:`mbsim.mechanics.Mechanism.frame`)."""
         i, arr = self._n, self._buffers()
         for k, v in frame.items():
             arr[k][i] = v

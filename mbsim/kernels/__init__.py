@@ -1,4 +1,4 @@
-"""Compiled kernels (numba) for the hot loops: bodies, element building blocks, scatter, LU, step loop.
+"""Compiled primitives (numba): how a kernel is compiled and cached, small vectors and rotations, the LUs.
 
 :func:`njit` marks a function for numba, which compiles it at its first use
 (:class:`Kernel`): importing mbsim -- to validate a scenario, or to import the
@@ -11,42 +11,63 @@ numba's on-disk cache checks only the source file of each function, while a
 compiled function embeds the code of everything it calls: after an edit of
 an element law the cached step loop would still run the old law.  So every
 mbsim kernel's cache entry is stamped with a digest of *all* the compiled
-sources (``mbsim/kernels``, ``mbsim/elements``) as this process imported them
+sources (``mbsim/kernels``, ``mbsim/elements``, ``mbsim/mechanics``, ``mbsim/integrators``, and the
+element kinds registered from outside) as this process imported them
 (:class:`_Stamped`, a numba cache locator): an edit anywhere invalidates every
 entry, wherever numba keeps its cache (next to the sources, ``NUMBA_CACHE_DIR``,
 the user's cache directory).
+
+:func:`plain_python` runs the kernels as plain Python in one context only (a
+thread, an asyncio task), the same source with the same arithmetic: what
+:mod:`mbsim.compiling` does for a run on a cold cache, while a simulation in
+another thread of the process runs compiled.  When a run does so is decided
+where runs are started (:mod:`mbsim.compiling`); this module imports nothing of
+mbsim outside this package.
 """
 from __future__ import annotations
 
+import contextlib
+import contextvars
 import hashlib
 import importlib.util
 import sys
+import threading
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 import numpy as np
 
 NUMBA = importlib.util.find_spec("numba") is not None
 
+# the packages whose kernels call each other: an edit of any of them reaches every compiled function
 _COMPILED_SOURCES = tuple(Path(__file__).parent.parent / d for d in ("kernels", "elements", "mechanics", "integrators"))
 _ON_NUMBA: list[Callable[[], None]] = []  # run once numba is imported (overload registrations)
 _ready = False
+_preparing = False
+_lock = threading.RLock()  # numba's preparation: once, by whichever thread asks first
+
+# Whether the kernels called in this context run as plain Python: a context variable, so that each thread
+# (each asyncio task, each contextvars.Context) has its own and a run can choose for itself
+# (mbsim.compiling: a run on a cold cache).  Set it with plain_python() or, for the duration of a with
+# block that resets it, PLAIN.set().
+PLAIN: contextvars.ContextVar[bool] = contextvars.ContextVar("mbsim_plain_python", default=False)
 
 
 class Kernel:
     """A function that numba compiles at its first use.
 
-    Called from Python, it calls the compiled function (:attr:`dispatcher`);
-    referenced from another kernel, numba types it as that function, so
-    kernels call each other directly in compiled code.
+    Called from Python, it calls the compiled function (:attr:`dispatcher`), or, where :data:`PLAIN` is
+    set (:func:`plain_python`), the plain function (:attr:`py_func`, run as :func:`_plain_twin`);
+    referenced from another kernel, numba types it as that function, so kernels call each other
+    directly in compiled code, as their plain twins do in plain Python.
     """
 
     def __init__(self, func, options: dict):
         self.py_func = func
         self.options = options
         self._dispatcher = None
-        self._target = func if _interpreted else self._first_call  # what __call__ calls
-        _KERNELS.append(self)
+        self._target = self._first_call  # what __call__ calls, compiled
+        self._plain = None  # what __call__ calls, plain: py_func's twin (_plain_twin), made at the first such call
         self.__name__, self.__qualname__ = func.__name__, func.__qualname__
         self.__module__, self.__doc__, self.__wrapped__ = func.__module__, func.__doc__, func
 
@@ -57,7 +78,12 @@ class Kernel:
             _prepare()
             if NUMBA:
                 import numba
-                self._dispatcher = numba.njit(**self.options)(self.py_func)
+                from numba.core.compiler_lock import global_compiler_lock
+                # numba's own lock (which a compilation in another thread holds when it types this kernel):
+                # one dispatcher per kernel, whichever thread asks first
+                with global_compiler_lock:
+                    if self._dispatcher is None:
+                        self._dispatcher = numba.njit(**self.options)(self.py_func)
             else:  # pragma: no cover - numba is a dependency; this is the escape hatch
                 self._dispatcher = self.py_func
         return self._dispatcher
@@ -67,101 +93,106 @@ class Kernel:
         return self._target(*args)
 
     def __call__(self, *args):
+        if PLAIN.get():
+            return (self._plain or _plain_twin(self))(*args)
         return self._target(*args)
 
     def __repr__(self):
         return f"<kernel {self.__module__}.{self.__qualname__}>"
 
 
-_KERNELS: list[Kernel] = []  # every kernel, for interpret()
-_interpreted = False
-_swapped: dict = {}  # (module name, global name) -> the Kernel a module global held before interpret(True)
+_plain_spaces: dict[int, tuple] = {}  # id(a kernel's module globals) -> (those globals, their copy for plain twins)
 
 
-def interpret(on: bool) -> None:
-    """Run every kernel as plain Python (``on``), or compiled again.
+def _plain_twin(k: Kernel):
+    """The plain function of kernel ``k``, as :meth:`Kernel.__call__` runs it under :data:`PLAIN`:
+    ``py_func``'s code over a copy of its module's globals in which every kernel is such a twin too.
 
-    Interpreted, the module globals of mbsim's compiled sources that name a kernel are bound to its
-    plain function, so that kernels call each other directly (a call through :class:`Kernel` costs
-    more than a small kernel's arithmetic); compiled, they name the kernels again (numba must see
-    them when it compiles).  The same source, the same arithmetic: the same results.
+    So a plain kernel calls the kernels it names directly, as plain functions (through the Kernel
+    objects a call costs about as much as a small kernel's arithmetic: a plain run of
+    scenarios/pendulum.yaml took 6 % longer), while the modules' own globals stay as they are: the
+    kernels that numba, compiling in another thread, must see.  The copy is taken at the module's first
+    plain call (the globals of mbsim's compiled sources are constants, functions and modules); what a
+    kernel reaches through a module or a class (``engine.evaluate``, an element kind's law) is a Kernel
+    object, read at the call.
     """
-    global _interpreted
-    if on == _interpreted:
-        return
-    _interpreted = on
-    for k in _KERNELS:
-        k._target = k.py_func if on else (k._dispatcher if k._dispatcher is not None else k._first_call)
-    if on:
-        for mod in list(sys.modules.values()):
-            f = getattr(mod, "__file__", None)
-            if not f or not str(Path(f).resolve()).startswith(_OURS):
-                continue
-            g = vars(mod)
-            for name, val in list(g.items()):
-                if isinstance(val, Kernel):
-                    _swapped[(mod.__name__, name)] = val
-                    g[name] = val.py_func
-    else:
-        for (modname, name), k in _swapped.items():
-            vars(sys.modules[modname])[name] = k
-        _swapped.clear()
+    with _lock:
+        if k._plain is None:
+            f = k.py_func
+            g = f.__globals__
+            entry = _plain_spaces.get(id(g))
+            if entry is not None and entry[0] is g:
+                k._plain = _twin_function(f, entry[1])
+            else:
+                space = dict(g)
+                _plain_spaces[id(g)] = (g, space)  # before it is filled: kernels that call each other
+                k._plain = _twin_function(f, space)
+                for name, value in list(g.items()):
+                    if isinstance(value, Kernel):
+                        space[name] = value._plain or _plain_twin(value)
+        return k._plain
+
+
+def _twin_function(f, space: dict):
+    import types
+    twin = types.FunctionType(f.__code__, space, f.__name__, f.__defaults__, f.__closure__)
+    twin.__kwdefaults__, twin.__qualname__, twin.__module__ = f.__kwdefaults__, f.__qualname__, f.__module__
+    twin.__doc__ = f.__doc__
+    return twin
+
+
+@contextlib.contextmanager
+def plain_python(on: bool = True) -> Iterator[None]:
+    """Within the block, in this context only (this thread, this asyncio task), every kernel runs as
+    plain Python (``on``) or compiled; other threads keep their own choice.  The same source, the same
+    arithmetic: the same results."""
+    token = PLAIN.set(on)
+    try:
+        yield
+    finally:
+        PLAIN.reset(token)
 
 
 def on_numba(register: Callable[[], None]) -> Callable[[], None]:
     """Run ``register`` once numba is imported (before the first compilation), e.g. an overload."""
-    _ON_NUMBA.append(register)
-    if _ready and NUMBA:
-        register()
+    with _lock:
+        _ON_NUMBA.append(register)
+        if _ready and NUMBA:
+            register()
     return register
 
 
 def _prepare() -> None:
-    global _ready
+    global _ready, _preparing
     if _ready:
         return
-    _ready = True
-    if not NUMBA:  # pragma: no cover
-        return
-    _numpy_support_without_scipy()
-    from numba.core.typing.typeof import typeof
-    from numba.extending import typeof_impl
+    with _lock:
+        if _ready or _preparing:  # done by another thread meanwhile; or a registration asks again
+            return
+        _preparing = True
+        try:
+            if NUMBA:
+                from numba.core.typing.typeof import typeof
+                from numba.extending import typeof_impl
 
-    @typeof_impl.register(Kernel)
-    def _typeof_kernel(val, c):
-        return typeof(val.dispatcher, c.purpose)
+                @typeof_impl.register(Kernel)
+                def _typeof_kernel(val, c):
+                    return typeof(val.dispatcher, c.purpose)
 
-    impl = _cache_impl()
-    if not any(c is _StampedLocator for c in impl._locator_classes):
-        impl._locator_classes = [_StampedLocator, *impl._locator_classes]
-    for register in _ON_NUMBA:
-        register()
+                impl = _cache_impl()
+                if not any(c is _StampedLocator for c in impl._locator_classes):
+                    impl._locator_classes = [_StampedLocator, *impl._locator_classes]
+                for register in _ON_NUMBA:  # (one that an import here adds is run too)
+                    register()
+        finally:
+            _preparing = False
+        _ready = True  # last: another thread that finds it set finds numba prepared
 
 
 def _cache_impl():
     """numba's cache implementation class, which lists the cache locators (renamed across versions)."""
     from numba.core import caching
     return getattr(caching, "CacheImpl", None) or getattr(caching, "_CacheImpl")
-
-
-def _numpy_support_without_scipy() -> None:
-    """Import numba's numpy implementations without importing SciPy's linear algebra (0.25 s).
-
-    At its import, ``numba.np.arraymath`` probes for BLAS by importing ``scipy.linalg`` in full,
-    only to choose how ``np.correlate``/``np.convolve`` are compiled; the first compiled call or
-    cache load of every process imports it.  No mbsim kernel uses BLAS, so unless SciPy's linear
-    algebra is already loaded the probe is answered "no" (the slower inner product for those
-    two functions).  Anything that really needs BLAS in compiled code (``np.dot`` of matrices,
-    ``np.linalg``) imports SciPy itself when it is compiled, as numba always does.
-    """
-    if "numba.np.arraymath" in sys.modules or "scipy.linalg" in sys.modules:
-        return
-    sys.modules["scipy.linalg"] = None  # an import of it raises ImportError while this entry is None
-    try:
-        import numba.np.arraymath  # noqa: F401
-    finally:
-        if sys.modules.get("scipy.linalg", 0) is None:
-            del sys.modules["scipy.linalg"]
 
 
 def _sources_digest() -> str:
@@ -176,9 +207,15 @@ def _sources_digest() -> str:
 _SOURCES = _sources_digest()  # at import: the sources this process runs, even if they change later
 
 
-def compiled_switch_built() -> bool:
-    """Whether numba has been prepared in this process (after which the registry is fixed)."""
-    return _ready
+def sources_digest() -> str:
+    """The digest of the compiled sources this process runs (with the element kinds registered from
+    outside), which stamps every cache entry of mbsim's kernels."""
+    return _SOURCES
+
+
+def prepare() -> None:
+    """Import numba and prepare it for mbsim's kernels (done by the first compiled call otherwise)."""
+    _prepare()
 
 
 def stamp_source(func) -> None:

@@ -88,6 +88,20 @@ _MULTIPLE_RTOL = 1e-9
 DEFAULT_MIN_STEP = 1e-6  # time.min_step default, as a fraction of time.step (about 20 halvings)
 SMALLEST_STEP = 1e-100  # [s] time.step and min_step: 1/(βΔt²) times a position must stay finite
 MAX_ITERATIONS = 1000  # integrator.newton.max_iterations: the work arrays and counters are sized by it
+# Masses and principal moments of inertia of the bodies (in the scenario's units; kg and kg·m² in SI).
+# Upper bound: every tangent holds m/(βΔt²) and J/(βΔt²) (β ≥ 1/4), and the joints' rows are scaled by
+# m_ref/(βΔt²) and J_ref/(βΔt²) (the mean mass and mean largest moment): at the smallest step, SMALLEST_STEP,
+# that is up to 4e200·m, so m, J ≤ 1e100 keep them below 4e300 -- with the margin the products the laws and
+# the energies form with a mass still need (m·|r| and m·g·r with points up to MAX_EXTENT = 1e150 m from the
+# origin: 1e251; the sum of a million masses: 1e106).  A mass of 1e308 on a revolute joint made the
+# joints' equations singular at t = 0 (SingularJoints escaped mbsim.simulate); 1e200 made every step's
+# residual infinite.  Lower bound, the mirror image: the initial accelerations F/m and M/J and the angular
+# tolerances divide by m and J, so 1/m, 1/J ≤ 1e100 keep them as finite as the forces allow, and m/(βΔt²)
+# stays a normal double for every step up to 1e100 s (a mass of 5e-324 made the accelerations infinite).
+# Physical models sit far inside: a micro-mechanism (1e-12 kg, 1e-24 kg·m²) to a star (2e30 kg,
+# 6e46 kg·m²).  How far apart the principal moments of one body may be is _EIGEN_RTOL's rule.
+MIN_MASS, MAX_MASS = 1e-100, 1e100
+MIN_MOMENT, MAX_MOMENT = 1e-100, 1e100
 
 
 # --------------------------------------------------------------------------
@@ -508,6 +522,11 @@ def _body(r: Reader, node, path: str) -> _Body:
     mass, inertia = 0.0, np.zeros((3, 3))
     if m.has("mass"):
         mass = r.number(m.get("mass"), m.sub("mass"), ">0")
+        if mass is not None and not MIN_MASS <= mass <= MAX_MASS:
+            r.report(m.sub("mass"), m.get("mass"),
+                     f"must be between {MIN_MASS:g} and {MAX_MASS:g}, got {_clip(m.get('mass').value)} "
+                     f"({_BOUND_WHY.format(what='m')})")
+            mass = None
     elif fixed is False:
         r.require(m, "mass", why)
     if m.has("inertia"):
@@ -515,6 +534,9 @@ def _body(r: Reader, node, path: str) -> _Body:
     elif fixed is False:
         r.require(m, "inertia", why)
     position = r.optional(m, "position", r.vector, np.zeros(3))
+    if position is not None and m.has("position") and not _within_extent(r, m.get("position"), m.sub("position"),
+                                                                         position):
+        position = None
     orientation = r.optional(m, "orientation", lambda n, p: _orientation(r, n, p),
                             np.array([1.0, 0.0, 0.0, 0.0]))
     velocity = r.optional(m, "velocity", r.vector, np.zeros(3))
@@ -533,6 +555,19 @@ def _body(r: Reader, node, path: str) -> _Body:
             velocity=frozen_array(velocity), angular_velocity=frozen_array(omega), line=m.line,
         )
     return body
+
+
+def _within_extent(r: Reader, node, path: str, point: np.ndarray) -> bool:
+    """Whether a body's position or a joint's point is within MAX_EXTENT of the origin, the connectors'
+    bound (else reported): the joints' and connectors' laws square the arms from a body's centre to their
+    points, so a body 1e200 m from its joint made the joints' equations singular at t = 0 (SingularJoints
+    escaped mbsim.simulate); within the bound an arm is at most 2e150 m and m·|r| at most 1e250."""
+    from ..elements.base import MAX_EXTENT  # (the connectors' bound)
+    if np.abs(point).max() <= MAX_EXTENT:
+        return True
+    r.report(path, node, f"too large: farther than {MAX_EXTENT:g} from the origin (the laws square the arms "
+                         f"from a body's centre to its joints' and connectors' points: beyond this they overflow)")
+    return False
 
 
 def _first_evaluation(r: Reader, m: Map, mass, inertia, position, velocity, omega) -> None:
@@ -554,8 +589,24 @@ def _first_evaluation(r: Reader, m: Map, mass, inertia, position, velocity, omeg
             return
 
 
+# why masses and moments are bounded (MAX_MASS), said in the refusal
+_BOUND_WHY = ("the scheme forms {what}/(βΔt²) with Δt down to 1e-100 s and divides by {what}: outside these bounds "
+              "that arithmetic leaves double precision")
+
+
+def _moments_bounded(r: Reader, node, path: str, smallest: float, largest: float) -> bool:
+    """Whether the principal moments ``smallest`` ... ``largest`` are within MIN_MOMENT and MAX_MOMENT
+    (else reported)."""
+    if MIN_MOMENT <= smallest and largest <= MAX_MOMENT:
+        return True
+    r.report(path, node, f"principal moments must be between {MIN_MOMENT:g} and {MAX_MOMENT:g}, got "
+                         f"{smallest:.6g} to {largest:.6g} ({_BOUND_WHY.format(what='J')})")
+    return False
+
+
 def _inertia(r: Reader, node, path: str) -> Optional[np.ndarray]:
-    """``[I1, I2, I3]`` (all > 0) or a symmetric positive-definite 3×3 matrix."""
+    """``[I1, I2, I3]`` (all > 0) or a symmetric positive-definite 3×3 matrix, its principal moments
+    within MIN_MOMENT and MAX_MOMENT."""
     form = "must be [I1, I2, I3] or a 3×3 matrix (3 rows of 3 numbers)"
     rows = r.sequence(node, path, "[I1, I2, I3] or a 3×3 matrix")
     if rows is None:
@@ -575,6 +626,8 @@ def _inertia(r: Reader, node, path: str) -> Optional[np.ndarray]:
                                  f"must exceed {_EIGEN_RTOL:g} × the largest, got {min(moments):g} and "
                                  f"{max(moments):g}")
             return None
+        if moments is not None and not _moments_bounded(r, node, path, min(moments), max(moments)):
+            return None
         return None if moments is None else np.diag(moments)
     a = r.matrix(node, path)
     if a is None:
@@ -590,8 +643,12 @@ def _inertia(r: Reader, node, path: str) -> Optional[np.ndarray]:
     a = 0.5 * (a + a.T)  # within round-off of the written matrix; exact symmetry downstream
     eig = np.linalg.eigvalsh(a)
     if not eig[0] > _EIGEN_RTOL * np.max(np.abs(eig)):
-        shown = ", ".join(f"{e * scale:.6g}" for e in eig)
+        shown = ", ".join(f"{float(e) * scale:.6g}" for e in eig)  # (Python floats: inf without a warning)
         r.report(path, node, f"must be positive definite; eigenvalues are {shown}")
+        return None
+    # (eigenvalues compared before scaling back: the largest may exceed the largest entry 3-fold)
+    if not (eig[0] >= MIN_MOMENT / scale and eig[-1] <= MAX_MOMENT / scale):
+        _moments_bounded(r, node, path, float(eig[0]) * scale, float(eig[-1]) * scale)
         return None
     return a * scale
 
@@ -811,6 +868,8 @@ def _joint_geometry(r: Reader, m: Map, jtype: str, name: Optional[str]) -> dict:
     if "point" in own:
         node = r.require(m, "point")
         fields["point"] = None if node is None else r.vector(node, m.sub("point"))
+        if fields["point"] is not None and not _within_extent(r, node, m.sub("point"), fields["point"]):
+            fields["point"] = None
     if "axis" in own:
         node = r.require(m, "axis")
         fields["axis"] = None if node is None else r.unit(node, m.sub("axis"))

@@ -2,8 +2,9 @@
 
 A file-damage fuzzer of our own: from one small result with bodies, connectors and joints, every
 OUTPUT.md dataset is deleted, retyped (text where numbers belong, numbers where text belongs),
-reshaped, replaced by a group, truncated and resized past its data; root attributes are deleted;
-a name is made non-UTF-8; and random bytes of the file are flipped.  On each damaged copy,
+reshaped, replaced by a group, truncated and resized past its data; every OUTPUT.md root attribute
+is deleted and retyped (issue 27: without ``alpha_f`` ``mbsim info`` exited 4); a name is made
+non-UTF-8; and random bytes of the file are flipped.  On each damaged copy,
 ``mbsim info``, ``mbsim export --csv``, ``mbsim compare`` (the copy against the intact file) and
 ``mbsim plot`` (on a sample: it is the slowest) must end with exit 0 or 2 -- never 4, the
 internal error -- and ``mbsim.load`` must return or raise ``ResultFileError``.  The counts of the
@@ -12,6 +13,7 @@ outcomes are printed (``pytest -s``).
 from __future__ import annotations
 
 import collections
+import json
 import shutil
 
 import h5py
@@ -20,6 +22,7 @@ import pytest
 
 import mbsim
 from mbsim.cli import main
+from mbsim.io.reader import ATTRIBUTE_TYPES
 from mbsim.io.writer import FRAME_DATASETS, JOINT_DATASETS
 
 MODEL = {
@@ -36,6 +39,11 @@ MODEL = {
 STATIC = ("scenario", "bodies/name", "bodies/fixed", "bodies/mass", "connectors/name", "connectors/type",
           "connectors/body_a", "connectors/body_b", "joints/name", "joints/type", "joints/body_a", "joints/body_b")
 DATASETS = STATIC + tuple(FRAME_DATASETS) + tuple(JOINT_DATASETS)
+
+
+# what a root attribute may be instead of its OUTPUT.md type (text, a number, a whole number)
+WRONG_ATTRIBUTES = {"an array": np.array([1, 2]), "text": "x", "a fraction": 7.5, "a complex number": np.complex128(1j),
+                    "an empty attribute": h5py.Empty("f8"), "non-UTF-8 bytes": np.bytes_(b"\xff\xfe")}
 
 
 def _replace(f, name, data):
@@ -55,8 +63,10 @@ def _mutations():
         if name in FRAME_DATASETS or name in JOINT_DATASETS:
             out.append((f"truncate {name}", lambda f, n=name: f[n].resize(1, axis=0)))
             out.append((f"resize {name} to 10^7 frames", lambda f, n=name: f[n].resize(10 ** 7, axis=0)))
-    for attr in ("format", "status", "message", "steps", "wall_time_s", "rho_inf", "scenario_name"):
+    for attr in ATTRIBUTE_TYPES:  # every root attribute of OUTPUT.md (and `integrator`, which info shows)
         out.append((f"delete attribute {attr}", lambda f, a=attr: f.attrs.__delitem__(a)))
+        for what, value in WRONG_ATTRIBUTES.items():
+            out.append((f"{what} as attribute {attr}", lambda f, a=attr, v=value: f.attrs.__setitem__(a, v)))
     out.append(("non-UTF-8 body name", lambda f: _replace(f, "bodies/name", np.array([b"\xff\xfe", b"bob"]))))
     out.append(("empty file", None))
     return out
@@ -144,3 +154,36 @@ def test_info_says_which_datasets_hold_non_finite_values_and_what_is_missing(int
     assert "not finite     bodies/velocity, energy/kinetic hold NaN or inf" in out
     assert "missing        root attributes wall_time_s" in out
     assert err == ""  # no numpy RuntimeWarning on the terminal
+
+
+def test_info_takes_a_missing_or_wrongly_typed_root_attribute_as_missing(intact, tmp_path, capsys):
+    """issue 27: a result with joints whose root attribute alpha_f was missing made `mbsim info` exit 4
+    (a TypeError formatting None); the other integrator settings and the counters, missing or of another
+    type (an array where a number belongs), did the same to info, plot or export."""
+    path = tmp_path / "attrs.h5"
+    shutil.copy(intact, path)
+    with h5py.File(path, "r+") as f:
+        del f.attrs["alpha_f"]
+        f.attrs["beta"] = "x"
+        f.attrs["steps"] = np.array([1, 2])
+        f.attrs["status"] = 3.0
+    assert main(["info", str(path)]) == 0
+    out, err = capsys.readouterr()
+    assert "(α_f = ?, α_m = 0.578947, β = ?, γ = 0.552632)" in out
+    assert "status         ?" in out
+    assert "missing        root attributes alpha_f (OUTPUT.md has them)" in out
+    assert "wrong type     root attributes beta, status, steps" in out
+    assert err == ""
+    assert main(["info", str(path), "--json"]) == 0
+    info = json.loads(capsys.readouterr().out)
+    assert info["integrator"]["alpha_f"] is None and info["integrator"]["beta"] is None
+    assert info["counters"]["steps"] is None and info["status"] is None
+    assert info["missing_attributes"] == ["alpha_f"]
+    assert info["wrongly_typed_attributes"] == ["beta", "status", "steps"]
+    res = mbsim.load(path)  # every reader takes them as missing
+    assert "steps" not in res.attrs and "alpha_f" not in res.attrs and res.attrs["rho_inf"] == 0.9
+    for argv in (["plot", str(path), "-o", str(tmp_path / "fig.png"), "--quiet"],
+                 ["export", str(path), "--csv", str(tmp_path / "csv"), "--quiet"]):
+        if argv[0] == "plot":
+            pytest.importorskip("matplotlib")
+        assert main(argv) == 0, capsys.readouterr().err

@@ -219,3 +219,59 @@ def test_a_non_finite_initial_state_fails_before_anything_is_stored(tmp_path, ca
     with h5py.File(tmp_path / "out.h5") as f:
         assert f["time"].shape == (0,)
         assert "at t = 0 s the state's acceleration" in f.attrs["message"]
+
+
+# issue 27: a body of mass 1e308 hanging on a revolute joint from a 1 kg link made the joints'
+# equations singular at t = 0, and SingularJoints (a RuntimeError) escaped mbsim.simulate (exit 4
+# from mbsim run).  Such values are now refused by the loader with the other bounds.
+HEAVY = {
+    "mbsim": 1, "name": "heavy", "gravity": [0, 0, -9.81], "time": {"end": 0.05, "step": 0.005},
+    "bodies": [{"name": "link", "mass": 1.0, "inertia": [0.01, 0.01, 0.01], "position": [0.5, 0, 0]},
+               {"name": "weight", "mass": 1e308, "inertia": [0.01, 0.01, 0.01], "position": [1.5, 0, 0]}],
+    "joints": [{"name": "shoulder", "type": "revolute", "bodies": ["world", "link"], "point": [0, 0, 0],
+                "axis": [0, 1, 0]},
+               {"name": "elbow", "type": "revolute", "bodies": ["link", "weight"], "point": [1, 0, 0],
+                "axis": [0, 1, 0]}],
+}
+
+
+@pytest.mark.parametrize("edit,where,expect", [
+    (lambda d: None, "bodies[1].mass", "must be between 1e-100 and 1e+100, got 1"),  # the fuzz case
+    (lambda d: d["bodies"][1].update(mass=1e-300), "bodies[1].mass", "must be between 1e-100 and 1e+100"),
+    (lambda d: d["bodies"][1].update(mass=1.0, inertia=[1e308, 1e308, 1e308]), "bodies[1].inertia",
+     "principal moments must be between 1e-100 and 1e+100, got 1e+308 to 1e+308"),
+    (lambda d: d["bodies"][1].update(mass=1.0, inertia=[[1e-101, 0, 0], [0, 1e-101, 0], [0, 0, 1e-101]]),
+     "bodies[1].inertia", "principal moments must be between 1e-100 and 1e+100, got 1e-101 to 1e-101"),
+    # a body 1e200 m from its joint made the joints' equations singular too (found with the above)
+    (lambda d: d["bodies"][1].update(mass=1.0, position=[1e200, 0, 0]), "bodies[1].position",
+     "too large: farther than 1e+150 from the origin"),
+    (lambda d: (d["bodies"][1].update(mass=1.0), d["joints"][1].update(point=[0, 0, 1e200])), "joints[1].point",
+     "too large: farther than 1e+150 from the origin"),
+])
+def test_absurd_masses_inertias_and_positions_are_refused_before_the_engine(tmp_path, capsys, edit, where, expect):
+    doc = copy.deepcopy(HEAVY)
+    edit(doc)
+    with pytest.raises(ScenarioError) as err:  # from Python: the scenario's error, with key path and line
+        import mbsim
+        mbsim.simulate(doc)
+    found = [p for p in err.value.problems if p.path == where and expect in p.message]
+    assert found and found[0].line is not None, str(err.value)
+    scen = tmp_path / "s.yaml"
+    scen.write_text(dump(doc))
+    out = tmp_path / "o.h5"
+    assert main(["run", str(scen), "-o", str(out), "--quiet"]) == 2
+    err_text = capsys.readouterr().err
+    assert where in err_text and expect in err_text and "(line " in err_text, err_text
+    assert not out.exists()
+
+
+def test_the_bounds_leave_physical_extremes_running(tmp_path, capsys):
+    """The bounds are far outside physics: a micro-mechanism in SI units (1e-12 kg, 1e-24 kg·m²) and a
+    star-sized body (2e30 kg, 6e46 kg·m²), on the same joints, and the bounds themselves, run."""
+    import mbsim
+    for (m1, j1), (m2, j2) in [((1e-12, 1e-24), (2e-12, 1e-24)), ((2e30, 6e46), (1e30, 6e46)),
+                               ((1e-100, 1e-100), (1e-100, 1e-100)), ((1e100, 1e100), (1e100, 1e100))]:
+        doc = copy.deepcopy(HEAVY)
+        doc["bodies"][0].update(mass=m1, inertia=[j1] * 3)
+        doc["bodies"][1].update(mass=m2, inertia=[j2] * 3)
+        assert mbsim.simulate(doc).status in ("completed", "failed")  # never an exception

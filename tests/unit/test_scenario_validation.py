@@ -395,6 +395,42 @@ def test_values_the_solver_cannot_take_are_refused():
     assert parse_scenario(doc(*BASE, "  - {name: rod, mass: 1, inertia: [2.0e-12, 1, 1]}")).bodies[-1].inertia[0, 0] == 2e-12
 
 
+def test_masses_inertias_positions_and_joint_points_are_bounded():
+    """issue 27: a mass of 1e308 on a revolute joint made the joints' equations singular at t = 0
+    (SingularJoints escaped mbsim.simulate).  Masses and principal moments must lie in [1e-100, 1e100]
+    (m/(βΔt²) finite down to Δt = 1e-100 s; MAX_MASS in mbsim/scenario/loader.py says why), body positions
+    and joint points within 1e150 of the origin (the connectors' bound); physical extremes pass."""
+    expect(doc(*BASE, "  - {name: heavy, mass: 1.0e+308, inertia: [1, 1, 1]}"), "bodies[1].mass", 5,
+           "must be between 1e-100 and 1e+100, got 1.0e+308 (the scheme forms m/(βΔt²)")
+    expect(doc(*BASE, "  - {name: light, mass: 1.0e-101, inertia: [1, 1, 1]}"), "bodies[1].mass", 5,
+           "must be between 1e-100 and 1e+100, got 1.0e-101")
+    expect(doc(*BASE, "  - {name: base, fixed: true, mass: 1.0e+200}"), "bodies[1].mass", 5, "must be between")
+    expect(doc(*BASE, "  - {name: wheel, mass: 1, inertia: [1.0e+101, 1.0e+101, 1.0e+101]}"), "bodies[1].inertia", 5,
+           "principal moments must be between 1e-100 and 1e+100, got 1e+101 to 1e+101 (the scheme forms J/(βΔt²)")
+    expect(doc(*BASE, "  - {name: dust, mass: 1, inertia: [[1.0e-101, 0, 0], [0, 1.0e-101, 0], [0, 0, 1.0e-101]]}"),
+           "bodies[1].inertia", 5, "principal moments must be between 1e-100 and 1e+100, got 1e-101 to 1e-101")
+    # matrices whose largest principal moment, not their largest entry, is beyond the bound (or beyond doubles)
+    expect(doc(*BASE, "  - {name: big, mass: 1, inertia: [[1.0e+100, 9.0e+99, 0], [9.0e+99, 1.0e+100, 0], "
+                      "[0, 0, 1.0e+100]]}"),
+           "bodies[1].inertia", 5, "principal moments must be between 1e-100 and 1e+100, got 1e+99 to 1.9e+100")
+    expect(doc(*BASE, "  - {name: big, mass: 1, inertia: [[1.0e+308, 9.0e+307, 0], [9.0e+307, 1.0e+308, 0], "
+                      "[0, 0, 1.0e+308]]}"),
+           "bodies[1].inertia", 5, "principal moments must be between 1e-100 and 1e+100, got 1e+307 to inf")
+    expect(doc(*BASE, "  - {name: far, mass: 1, inertia: [1, 1, 1], position: [0, -1.0e+151, 0]}"),
+           "bodies[1].position", 5, "too large: farther than 1e+150 from the origin")
+    expect(joints("  - {type: spherical, bodies: [bob, arm], point: [0, 0, 1.0e+200]}"), "joints[0].point", 7,
+           "too large: farther than 1e+150 from the origin")
+    # the anisotropy rule still speaks first for moments both absurd and 600 orders apart
+    expect(doc(*BASE, "  - {name: rod, mass: 1, inertia: [1.0e-300, 1, 1.0e+300]}"), "bodies[1].inertia", 5,
+           "the smallest principal moment must exceed 1e-12")
+    for mass, moments, position in [(1e-12, "[1.0e-24, 2.0e-24, 2.5e-24]", "[1.0e-6, 0, 0]"),  # a micro-mechanism
+                                    (2e30, "[6.0e+46, 6.0e+46, 6.1e+46]", "[1.5e+11, 0, 0]"),  # a star, 1 AU out
+                                    (1e-100, "[1.0e-100, 1.0e-100, 1.0e-100]", "[1.0e+150, 0, -1.0e+150]"),
+                                    (1e100, "[[1.0e+100, 0, 0], [0, 1.0e+100, 0], [0, 0, 1.0e+100]]", "[0, 0, 0]")]:
+        sc = parse_scenario(doc(*BASE, f"  - {{name: x, mass: {mass!r}, inertia: {moments}, position: {position}}}"))
+        assert sc.bodies[-1].mass == mass
+
+
 def test_loads_and_drives_must_be_finite_at_the_start():
     """issue 15: a sine of frequency 1e308 is NaN at t = 0 (2π f overflows, times t = 0) and stored NaN
     accelerations in frame 0; a drive's rates are needed at t = 0 for the initial accelerations."""
