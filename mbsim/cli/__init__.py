@@ -25,7 +25,12 @@ import traceback
 import warnings
 from typing import Optional, Sequence
 
-import numpy as np
+# numba imports SciPy's linear algebra at its first compiled call (a probe for BLAS) and OpenBLAS starts a
+# thread pool then: ~20 ms of every run's start.  mbsim's numerics use no BLAS threads, and the command
+# line runs them alone in its process: one thread, unless the user says otherwise (before numpy loads).
+os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
+
+import numpy as np  # noqa: E402
 
 from .. import __version__
 from . import compare, export, simulate, sweep, verify, visual

@@ -11,7 +11,6 @@ import numpy as np
 from ..elements.base import GAMMA, N_DY, N_X, N_Y, Y_P, Y_PHI, Y_POTENTIAL, Y_POWER
 from ..kernels import njit
 from . import gather
-from .chain import body_forces
 from .laws import law
 
 STATE, FORCES = 0, 1  # mbsim.elements.base.INTERPOLATE
@@ -40,22 +39,6 @@ def at_state(el, bodies, own, t, want, work, kinds):
         if f >= 0 and failed < 0:
             failed = f
     return failed
-
-
-@njit(cache=True)
-def resultants(el, y, arms, F, M):
-    """F[b] += the elements' forces and M[b] += their moments about the centres, on every body
-    (internal order), from an evaluation (:func:`at_state`: ``y``, ``arms``), kind by kind."""
-    start, body = el[0], el[1]
-    for kind in range(start.shape[0] - 1):
-        for e in range(start[kind], start[kind + 1]):
-            Q = body_forces(y, e, arms)
-            a, b = body[e, 0], body[e, 1]
-            for j in range(3):
-                F[a, j] += Q[0][j]
-                M[a, j] += Q[1][j]
-                F[b, j] += Q[2][j]
-                M[b, j] += Q[3][j]
 
 
 @njit(cache=True)

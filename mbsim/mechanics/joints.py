@@ -16,7 +16,6 @@ from __future__ import annotations
 from dataclasses import replace
 
 import numpy as np
-import scipy.sparse as sp
 
 RANK_TOL = 1e-9  # a normalised row whose part outside the span of the rows before it is below this is dependent
 VELOCITY_TOL = 1e-10  # relative mismatch of G v = Ḟ below which the initial velocities are left alone
@@ -26,7 +25,7 @@ class JointError(ValueError):
     """The joints refuse the scenario (``integrator.joints``: ``redundant: refuse``, ``velocities: refuse``)."""
 
 
-def jacobian(model, r, q, v, w, t: float = 0.0) -> sp.csr_matrix:
+def jacobian(model, r, q, v, w, t: float = 0.0):
     """The joints' Jacobian G (n_unknowns × 6·n_moving, CSR) at a state (:class:`mbsim.mechanics.Mechanism`)."""
     from .mechanism import Mechanism
     mech = Mechanism(model)
@@ -154,6 +153,8 @@ def settle(model, scenario) -> None:
     # [M Gᵀ; G 0] [v; μ] = [M v₀; Ḟ]
     R = model.rotations0[:nm]
     J = R @ model.inertia[:nm] @ R.transpose(0, 2, 1)
+    import scipy.sparse as sp  # (imported when needed: 0.1 s, which a run without inconsistent velocities saves)
+    import scipy.sparse.linalg  # noqa: F401
     blocks = [sp.block_diag((model.mass[i] * np.eye(3), J[i])) for i in range(nm)]
     M = sp.block_diag(blocks, format="csr")
     K = sp.bmat([[M, G.T], [G, None]], format="csc")

@@ -22,7 +22,6 @@ from dataclasses import dataclass
 from typing import Optional
 
 import numpy as np
-import scipy.sparse as sp
 
 from ..elements.base import DERIVATIVES, DG, GAMMA, JACOBIAN, VALUES, Y_GAMMA, Y_POTENTIAL, Y_POWER
 from ..kernels.rotations import cross, quat_to_matrix, skew
@@ -79,11 +78,11 @@ class Evaluation:
     f: np.ndarray
     h: np.ndarray
     constraint: np.ndarray
-    M: sp.csr_matrix
-    K: Optional[sp.csr_matrix]
-    C: Optional[sp.csr_matrix]
+    M: object  # scipy.sparse.csr_matrix (SciPy's sparse matrices are imported when first needed)
+    K: object
+    C: object
     phi: np.ndarray
-    G: Optional[sp.csr_matrix]
+    G: object
     force: np.ndarray
     moment: np.ndarray
     length: np.ndarray
@@ -174,6 +173,7 @@ class Mechanism:
         """The mechanism at state ``s`` (:class:`Evaluation`); with ``derivatives`` its stiffness K, damping
         C and constraint Jacobian G, about the accelerations ``accelerations`` = (a, α) (n_all, 3) each
         (default zero: the state at rest, or a linearization about a motion with v̇ = 0)."""
+        import scipy.sparse as sp  # (0.1 s to import: not at mbsim's import, a run needs none)
         m, el = self.model, self.model.elements
         nm, n = m.n_moving, el.n
         R, failed = self._evaluate(s, DERIVATIVES | JACOBIAN if derivatives else VALUES)
@@ -226,6 +226,7 @@ class Mechanism:
     @staticmethod
     def _sparse(blocks, dofs, nd):
         """Σ over instances of their 12×12 ``blocks`` at the bodies' unknowns ``dofs`` (fixed bodies' dropped)."""
+        import scipy.sparse as sp
         n = blocks.shape[0]
         r = np.broadcast_to(dofs[:, :, None], (n, 12, 12)).ravel()
         c = np.broadcast_to(dofs[:, None, :], (n, 12, 12)).ravel()
@@ -271,12 +272,22 @@ class Mechanism:
             x, lam = self.constrained(s)
             a[:nm], al[:nm] = x[:, :3], x[:, 3:]
             return a, al, lam
-        ev = self.evaluate(s)
-        fb = (ev.f - ev.h).reshape(nm, 6)
-        R = quat_to_matrix(np.asarray(s.q, dtype=float))[:nm]
+        R, _ = self._evaluate(s, VALUES)  # (an element undefined here: the first step says so)
+        F, M, _, _ = m.external(s.t)
+        Q = _body_forces(self._work[1], self._work[3])
+        el = m.elements
+        for lo, hi in zip(el.start[:-1], el.start[1:]):  # kind by kind (the summation order of the results)
+            ia, ib = el.body[lo:hi, 0], el.body[lo:hi, 1]
+            np.add.at(F, ia, Q[lo:hi, 0:3])
+            np.add.at(M, ia, Q[lo:hi, 3:6])
+            np.add.at(F, ib, Q[lo:hi, 6:9])
+            np.add.at(M, ib, Q[lo:hi, 9:12])
+        R = R[:nm]
         J = R @ m.inertia[:nm] @ R.transpose(0, 2, 1)
-        a[:nm] = fb[:, :3] / m.mass[:nm, None]
-        al[:nm] = np.linalg.solve(J, fb[:, 3:, None])[..., 0]
+        w = np.asarray(s.w, dtype=float)[:nm]
+        gyro = np.cross(w, np.einsum("nij,nj->ni", J, w))
+        a[:nm] = F[:nm] / m.mass[:nm, None]
+        al[:nm] = np.linalg.solve(J, (M[:nm] - gyro)[..., None])[..., 0]
         return a, al, None
 
     def powers(self, s) -> tuple[float, float]:
@@ -306,7 +317,7 @@ class Mechanism:
                 out[el.first[e] + i] = y[e, Y_GAMMA + i] + dy[e, DG + 9 * i:DG + 9 * i + 3] @ cd
         return out
 
-    def jacobian(self, s) -> tuple[np.ndarray, sp.csr_matrix]:
+    def jacobian(self, s) -> tuple:
         """The joints' rows Φ − F(t) and their Jacobian G (sparse, n_own × 6 n_moving) at state ``s``."""
         ev = self.evaluate(s, derivatives=True)
         return ev.phi, ev.G
@@ -346,6 +357,13 @@ class Mechanism:
         else:
             u = culprit - nm
         return f"the own unknowns of {m.elements.describe(int(m.elements.unknown_element[u]))}"
+
+
+def _body_forces(y, arms) -> np.ndarray:
+    """``Q = Jᵀp`` of every instance (n, 12) from an evaluation (:func:`mbsim.mechanics.chain.body_forces`,
+    in numpy: a caller from Python saves the loading of one more compiled function)."""
+    pd, pa, pb = y[:, 0:3], y[:, 3:6], y[:, 6:9]
+    return np.concatenate((-pd, pa - np.cross(arms[:, 0:3], pd), pd, np.cross(arms[:, 3:6], pd) + pb), axis=1)
 
 
 def element_arrays(model, assembler=None) -> tuple:

@@ -105,7 +105,7 @@ import json, sys, threading
 import numpy as np
 from mbsim import compiling, kernels
 from mbsim.driver import run
-from mbsim.kernels import stepper
+from mbsim.integrators import step as stepper
 from mbsim.scenario import load_scenario
 
 sc = load_scenario(sys.argv[1])
@@ -248,7 +248,8 @@ def test_the_default_policy_on_a_warm_cache_runs_compiled_and_starts_nothing(tmp
 
 def test_poll_switches_a_plain_run_back_to_the_compiled_kernels_in_its_own_context_only(tmp_path):
     from mbsim import compiling, kernels
-    from mbsim.kernels import bodies, stepper
+    from mbsim.integrators import bodies
+    from mbsim.integrators import step as stepper
     run = stepper.run  # the Kernel
     marker = tmp_path / "mbsim-ready-x"
     first = compiling.FirstRun()
@@ -261,7 +262,7 @@ def test_poll_switches_a_plain_run_back_to_the_compiled_kernels_in_its_own_conte
         other.start()
         other.join()
         assert seen == [False]  # another thread: compiled
-        assert vars(stepper)["run"] is run and isinstance(vars(stepper)["_rotations"], kernels.Kernel)  # globals kept
+        assert vars(stepper)["run"] is run and isinstance(vars(stepper)["matrices"], kernels.Kernel)  # globals kept
         assert first.poll() is False  # no marker yet
         marker.write_text("")
         assert first.poll() is False  # looked at most every POLL_S
@@ -276,7 +277,8 @@ def test_a_plain_kernel_calls_the_plain_kernels_and_leaves_the_modules_alone():
     globals in which the kernels it calls are plain twins too (no call through numba, no module
     global rebound)."""
     from mbsim import kernels
-    from mbsim.kernels import connectors, stepper
+    from mbsim.integrators import step as stepper
+    from mbsim.kernels import vec as connectors
     with kernels.plain_python():
         kernels._plain_twin(stepper.run)
     twin = stepper.run._plain
