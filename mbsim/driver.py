@@ -24,7 +24,7 @@ from .energy import energy_drift
 from .integrators import INTEGRATORS
 from . import compiling
 from .mechanics import frames as kfr
-from .mechanics.joints import JointError, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
+from .mechanics.joints import JointError, SingularJoints, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import collapsed, controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -530,6 +530,10 @@ class _Loop:
                                     f"converged as far as floating point allows")
         except _NonFiniteFrame as exc:
             status, code, failure, message = "failed", EXIT_SOLVER, "nonfinite", str(exc)
+        except SingularJoints as exc:  # the initial accelerations (THEORY §11): no frame to write
+            status, code, failure = "failed", EXIT_SOLVER, "singular"
+            message = (f"{exc}: a joint locked up, or masses too far apart for double precision; nothing "
+                       f"from that frame on was written")
         except Interrupted as exc:
             status, code = "interrupted", EXIT_INTERRUPTED
             message = f"interrupted by {exc} at t = {s.t if s else 0.0:.9g} s"

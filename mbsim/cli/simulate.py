@@ -205,6 +205,10 @@ def format_hints(s: "driver.RunSummary", sc) -> str:
     if s.failure == "collapsed":
         hints.append(f"a larger time.min_step (now {_g(sc.time.min_step)} s): a step that has to shrink that far "
                      f"then ends the run at once instead of crawling")
+    if s.failure == "singular":
+        hints.append("the joints' equations became dependent: look for a joint at a dead point or locked up, "
+                     "a redundant joint (integrator.joints.redundant), or masses many orders of magnitude "
+                     "apart on one chain")
     if s.failure == "nonfinite":
         hints.append("numbers overflowed: look for extreme values in loads, stiffness or initial velocities")
     hints.append(f"a smaller time.step (now {_g(sc.time.step)} s; try {_g(sc.time.step / 4)} s)")

@@ -48,9 +48,10 @@ from ..elements.base import DERIVATIVES, JACOBIAN, N_DY, N_X, N_Y, VALUES, Y_P, 
 from ..kernels import lu as klu
 from ..kernels import njit
 from ..kernels.so3 import cay_compose, cay_mv, matrices
-from ..kernels.vec import hat, mm, mt, mscale, of_array, row
+from ..kernels import unsigned as _u
+from ..kernels.vec import mix, mt, mscale, of_array, put, row
 from ..mechanics import gather
-from ..mechanics.assembly import add_block, scatter_bodies, scatter_residual
+from ..mechanics.assembly import add_block, scatter_bodies, scatter_one
 from ..mechanics.chain import body_forces, body_rows, force_block, put_forces
 from ..mechanics.constrained import ACCELERATION, solve as constrained_solve
 from ..mechanics.evaluate import FORCES
@@ -77,22 +78,42 @@ def _prepare_elements(consts, t, bodies, el, wk, zeros):
     x, y, dy, arms, res, K1, cache, Gb = wk
     Rn, rn, vn, wn, nodr = bodies
     for kind in range(start.shape[0] - 1):
-        lo, hi = start[kind], start[kind + 1]
-        if hi == lo or interp[kind] != FORCES:
+        if interp[kind] != FORCES:
             continue
-        gather.at_state(el, kind, (Rn, rn, nodr, vn, wn), (zeros, zeros), x, arms, False)
-        law(kind, lo, hi, data, x, t, JACOBIAN, y, dy)
-        for e in range(lo, hi):
-            Q = body_forces(y, e, arms)
-            for s in range(4):
-                for i in range(3):
-                    cache[e, 3 * s + i] = Q[s][i]
-            m = count[e]
-            if m:
-                body_rows(dy, e, m, (row(arms, e, 0), row(arms, e, 3)), Gb, 0)
-                for i in range(m):
-                    for c in range(12):
-                        cache[e, 12 * (1 + i) + c] = Gb[i, c]
+        for lo in range(start[kind], start[kind + 1], gather.CHUNK):
+            hi = min(lo + gather.CHUNK, start[kind + 1])
+            gather.at_state(el, kind, lo, hi, (Rn, rn, nodr, vn, wn), (zeros, zeros), x, arms, False)
+            law(kind, lo, hi, data, x, t, JACOBIAN, y, dy)
+            for e in range(lo, hi):
+                put_forces(cache, e, body_forces(y, e, arms))
+                m = count[e]
+                if m:
+                    body_rows(dy, e, m, (row(arms, e, 0), row(arms, e, 3)), cache, e)
+
+
+@njit(cache=True)
+def _forces_at_alpha(e, m, j0, af, Q1, lam, scale, y, cache, res):
+    """``res[e]`` of an instance interpolated by its forces: ``α_f Q(q') + (1−α_f) (Q_n − Σ λ_i G_n,i)``
+    (``Q1`` its forces at q', ``cache[e]`` its forces with λ = 0 and its rows' Jacobian at q_n), and its
+    rows ``−k_i Φ_i(q')`` (THEORY §11)."""
+    bf = 1.0 - af
+    n0, n1, n2, n3 = row(cache, e, 0), row(cache, e, 3), row(cache, e, 6), row(cache, e, 9)
+    for k in range(m):
+        lk = lam[_u(j0 + k)]
+        o = 12 * (1 + k)
+        n0 = mix(1.0, n0, -lk, row(cache, e, o))
+        n1 = mix(1.0, n1, -lk, row(cache, e, o + 3))
+        n2 = mix(1.0, n2, -lk, row(cache, e, o + 6))
+        n3 = mix(1.0, n3, -lk, row(cache, e, o + 9))
+    put(res, e, 0, mix(af, Q1[0], bf, n0))
+    put(res, e, 3, mix(af, Q1[1], bf, n1))
+    put(res, e, 6, mix(af, Q1[2], bf, n2))
+    put(res, e, 9, mix(af, Q1[3], bf, n3))
+    ue = _u(e)
+    for k in range(m):
+        res[ue, _u(12 + k)] = -scale[_u(j0 + k)] * y[ue, _u(Y_PHI + k)]
+    for k in range(12 + m, res.shape[1]):
+        res[ue, _u(k)] = 0.0
 
 
 @njit(cache=True)
@@ -117,63 +138,52 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
     failed = -1
     W = K1.shape[1]
     for kind in range(start.shape[0] - 1):
-        lo, hi = start[kind], start[kind + 1]
-        if hi == lo:
-            continue
         forces = interp[kind] == FORCES
-        if forces:  # at t_{n+1}, the forces interpolated (THEORY §11)
-            gather.at_state(el, kind, (R1, rn, dr, v1, w1), (lam, target), x, arms, False)
-            f = law(kind, lo, hi, data, x, t1, want, y, dy)
-        else:  # at the α-interpolated state (THEORY §6)
-            gather.interpolated(el, lo, hi, (R1, Rn, r1, rn, v1, vn, w1, wn), af, (lam, target), x, arms)
-            f = law(kind, lo, hi, data, x, tn + af * (t1 - tn), want, y, dy)
-        if f >= 0 and failed < 0:
-            failed = f
         mk = mask[kind]
-        for e in range(lo, hi):
-            Q1 = body_forces(y, e, arms)
-            m = count[e]
-            if forces:  # α_f Q(q') + (1−α_f) (Q_n − Σ λ_i G_n,i)
-                for s in range(4):
-                    for i in range(3):
-                        c = 3 * s + i
-                        qn = cache[e, c]
-                        for k in range(m):
-                            qn -= lam[first[e] + k] * cache[e, 12 * (1 + k) + c]
-                        res[e, c] = af * Q1[s][i] + bf * qn
-                for k in range(m):
-                    res[e, 12 + k] = -scale[first[e] + k] * y[e, Y_PHI + k]
-                for k in range(12 + m, W):
-                    res[e, k] = 0.0
-            else:
-                put_forces(res, e, Q1)
-            if tangent == NO_TANGENT:
-                continue
-            a, b = body[e, 0], body[e, 1]
-            if forces:  # at t_{n+1}: the lever arms are the arms the unknowns turn
-                arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 0), row(arms, e, 3))
-            else:
-                arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 6), row(arms, e, 9))
-            if tangent == SEED and seed[e]:  # THEORY §8: δω' = g Tᵀ Δθ, no geometric terms
-                vmap = (g, mscale(g, mt(of_array(T, a))), mscale(g, mt(of_array(T, b))), row(w1, a, 0), row(w1, b, 0))
-                geometric = False
-            else:
-                vmap = (g, of_array(Om, a), of_array(Om, b), row(w1, a, 0), row(w1, b, 0))
-                geometric = True
-            ke = 0 if direct else e
-            force_block(K1, ke, dy, e, mk, row(y, e, Y_P), arms4, vmap, (af, af), geometric)
-            if m:  # the own unknowns' rows and columns: k G(q') and k G_α (THEORY §11)
-                body_rows(dy, e, m, (arms4[2], arms4[3]), Gb, 0)
-                for i in range(m):
-                    k = scale[first[e] + i]
-                    for c in range(12):
-                        K1[ke, 12 + i, c] = k * Gb[i, c]
-                        K1[ke, c, 12 + i] = k * (af * Gb[i, c] + bf * cache[e, 12 * (1 + i) + c])
-                    for c in range(12, 12 + m):
-                        K1[ke, 12 + i, c] = 0.0
-            if direct:
-                add_block(K1, ke, pos, e, tdata)
-    scatter_residual(dofs, res, R, Q)
+        for lo in range(start[kind], start[kind + 1], gather.CHUNK):
+            hi = min(lo + gather.CHUNK, start[kind + 1])
+            if forces:  # at t_{n+1}, the forces interpolated (THEORY §11)
+                gather.at_state(el, kind, lo, hi, (R1, rn, dr, v1, w1), (lam, target), x, arms, False)
+                f = law(kind, lo, hi, data, x, t1, want, y, dy)
+            else:  # at the α-interpolated state (THEORY §6)
+                gather.interpolated(el, lo, hi, (R1, Rn, r1, rn, v1, vn, w1, wn), af, (lam, target), x, arms)
+                f = law(kind, lo, hi, data, x, tn + af * (t1 - tn), want, y, dy)
+            if f >= 0 and failed < 0:
+                failed = f
+            for e in range(lo, hi):
+                Q1 = body_forces(y, e, arms)
+                m = count[e]
+                if forces:
+                    _forces_at_alpha(e, m, first[e], af, Q1, lam, scale, y, cache, res)
+                else:
+                    put_forces(res, e, Q1)
+                scatter_one(dofs, res, e, R, Q)
+                if tangent == NO_TANGENT:
+                    continue
+                a, b = body[e, 0], body[e, 1]
+                if forces:  # at t_{n+1}: the lever arms are the arms the unknowns turn
+                    arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 0), row(arms, e, 3))
+                else:
+                    arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 6), row(arms, e, 9))
+                if tangent == SEED and seed[e]:  # THEORY §8: δω' = g Tᵀ Δθ, no geometric terms
+                    vmap = (g, mscale(g, mt(of_array(T, a))), mscale(g, mt(of_array(T, b))), row(w1, a, 0), row(w1, b, 0))
+                    geometric = False
+                else:
+                    vmap = (g, of_array(Om, a), of_array(Om, b), row(w1, a, 0), row(w1, b, 0))
+                    geometric = True
+                ke = 0 if direct else e
+                force_block(K1, ke, dy, e, mk, row(y, e, Y_P), arms4, vmap, (af, af), geometric)
+                if m:  # the own unknowns' rows and columns: k G(q') and k G_α (THEORY §11)
+                    body_rows(dy, e, m, (arms4[2], arms4[3]), Gb, 0)
+                    for i in range(m):
+                        k = scale[first[e] + i]
+                        for c in range(12):
+                            K1[ke, 12 + i, c] = k * Gb[i, c]
+                            K1[ke, c, 12 + i] = k * (af * Gb[i, c] + bf * cache[e, 12 * (1 + i) + c])
+                        for c in range(12, 12 + m):
+                            K1[ke, 12 + i, c] = 0.0
+                if direct:
+                    add_block(K1, ke, pos, e, tdata)
     return failed
 
 
@@ -514,13 +524,14 @@ def _power(el, elx, bodies, own, t, work):
     x, y, dy, arms = work
     power = 0.0
     for kind in range(start.shape[0] - 1):
-        lo, hi = start[kind], start[kind + 1]
-        if hi == lo or not dissipates[kind]:
+        if not dissipates[kind]:
             continue
-        gather.at_state(el, kind, bodies, own, x, arms, False)
-        law(kind, lo, hi, data, x, t, VALUES, y, dy)
-        for e in range(lo, hi):
-            power += y[e, Y_POWER]
+        for lo in range(start[kind], start[kind + 1], gather.CHUNK):
+            hi = min(lo + gather.CHUNK, start[kind + 1])
+            gather.at_state(el, kind, lo, hi, bodies, own, x, arms, False)
+            law(kind, lo, hi, data, x, t, VALUES, y, dy)
+            for e in range(lo, hi):
+                power += y[e, Y_POWER]
     return power
 
 

@@ -17,6 +17,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit
+from ..kernels import unsigned as _u
 
 
 def element_dofs(model) -> np.ndarray:
@@ -180,6 +181,19 @@ def add_block(K, ke, pos, e, data):
             k = pos[e, w * r + q]
             if k >= 0:
                 data[k] += K[ke, r, q]
+
+
+@njit(cache=True)
+def scatter_one(dofs, res, e, R, Q):
+    """R[dofs[e]] += res[e] and Q[dofs[e]] += |res[e]| (−1: dropped): one instance, as soon as its rows are
+    known (they are still in the processor's cache then)."""
+    ue = _u(e)
+    for j in range(dofs.shape[1]):
+        d = dofs[ue, _u(j)]
+        if d >= 0:
+            v = res[ue, _u(j)]
+            R[_u(d)] += v
+            Q[_u(d)] += abs(v)
 
 
 @njit(cache=True)

@@ -29,7 +29,7 @@ from __future__ import annotations
 
 from ..elements.base import DG, DQ, DV, Y_P
 from ..kernels import njit
-from ..kernels.vec import (ZERO33, block, cross, hat_hat, hat_m, is_zero, m_hat, madd, mm, mneg, mscale, msub, row)
+from ..kernels.vec import (ZERO33, block, cross, hat_hat, hat_m, is_zero, m_hat, madd, mm, mneg, mscale, msub, put, row)
 
 
 @njit(cache=True)
@@ -46,9 +46,10 @@ def body_forces(y, e, arms):
 @njit(cache=True)
 def put_forces(res, e, Q):
     """``res[e, 0:12] = Q``."""
-    for s in range(4):
-        for i in range(3):
-            res[e, 3 * s + i] = Q[s][i]
+    put(res, e, 0, Q[0])
+    put(res, e, 3, Q[1])
+    put(res, e, 6, Q[2])
+    put(res, e, 9, Q[3])
 
 
 @njit(cache=True)
@@ -172,15 +173,17 @@ def _spin(w, z):
 
 @njit(cache=True)
 def body_rows(dy, e, m, arms, G, j0):
-    """The rows of a constraint's Jacobian with respect to the bodies' unknowns, ``G[j0 + i] = G_f,i J``
-    = [−g_d, g_d × z_A + g_A, g_d, z_B × g_d + g_B] for its m rows (``arms`` (z_A, z_B) at its state)."""
+    """The rows of a constraint's Jacobian with respect to the bodies' unknowns, ``G_f,i J`` =
+    [−g_d, g_d × z_A + g_A, g_d, z_B × g_d + g_B] for its m rows (``arms`` (z_A, z_B) at its state): into
+    ``G[j0 + i, 0:12]`` when G has 12 columns, else into ``G[j0, 12 (1 + i) …]`` (a row of a cache whose
+    first 12 values are something else)."""
     zA, zB = arms
+    flat = G.shape[1] != 12
     for i in range(m):
         gd, ga, gb = row(dy, e, DG + 9 * i), row(dy, e, DG + 9 * i + 3), row(dy, e, DG + 9 * i + 6)
         tA, tB = cross(gd, zA), cross(zB, gd)
-        j = j0 + i
-        for k in range(3):
-            G[j, k] = -gd[k]
-            G[j, 3 + k] = tA[k] + ga[k]
-            G[j, 6 + k] = gd[k]
-            G[j, 9 + k] = tB[k] + gb[k]
+        j, o = (j0, 12 * (1 + i)) if flat else (j0 + i, 0)
+        put(G, j, o, (-gd[0], -gd[1], -gd[2]))
+        put(G, j, o + 3, (tA[0] + ga[0], tA[1] + ga[1], tA[2] + ga[2]))
+        put(G, j, o + 6, gd)
+        put(G, j, o + 9, (tB[0] + gb[0], tB[1] + gb[1], tB[2] + gb[2]))

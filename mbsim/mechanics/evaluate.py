@@ -31,13 +31,14 @@ def at_state(el, bodies, own, t, want, work, kinds):
     x, y, dy, arms = work
     failed = -1
     for kind in range(start.shape[0] - 1):
-        lo, hi = start[kind], start[kind + 1]
-        if hi == lo or not kinds[kind]:
+        if not kinds[kind]:
             continue
-        gather.at_state(el, kind, bodies, own, x, arms, (want & GAMMA) != 0)
-        f = law(kind, lo, hi, data, x, t, want, y, dy)
-        if f >= 0 and failed < 0:
-            failed = f
+        for lo in range(start[kind], start[kind + 1], gather.CHUNK):
+            hi = min(lo + gather.CHUNK, start[kind + 1])
+            gather.at_state(el, kind, lo, hi, bodies, own, x, arms, (want & GAMMA) != 0)
+            f = law(kind, lo, hi, data, x, t, want, y, dy)
+            if f >= 0 and failed < 0:
+                failed = f
     return failed
 
 

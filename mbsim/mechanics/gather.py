@@ -19,12 +19,18 @@ Each also writes, per instance, the arms the engine's chain rule uses (:mod:`mbs
 ``arms[e, 0:6] = (z_A, z_B)``, the lever arms of the forces (at the state, or interpolated), and, for the
 interpolated state, ``arms[e, 6:12] = (z_A', z_B')``, the arms whose rotation the unknowns' increments move
 (at t_{n+1}; at a physical state they are the lever arms themselves).
+
+The clients take the instances of a kind in chunks of :data:`CHUNK`: gathered, evaluated and used one
+chunk at a time, the rows of the state stay in the processor's first-level cache however many instances
+there are.
 """
 from __future__ import annotations
 
 from ..elements.base import X_AXES, X_D, X_DV, X_LAM, X_MOVES, X_TARGET, X_WA, X_WB
 from ..kernels import njit
 from ..kernels.vec import cross, dot, mv, put, row
+
+CHUNK = 32  # instances gathered, evaluated and used at a time
 
 
 @njit(cache=True)
@@ -39,8 +45,8 @@ def _own(el, e, own, x):
 
 
 @njit(cache=True)
-def at_state(el, kind, bodies, own, x, arms, gamma):
-    """The state of the instances of kind ``kind`` at one physical state into ``x`` and ``arms[:, 0:6]``
+def at_state(el, kind, lo, hi, bodies, own, x, arms, gamma):
+    """The state of the instances ``lo … hi−1`` of kind ``kind`` at one physical state into ``x`` and ``arms[:, 0:6]``
     (module docstring: the lever arms are the arms the unknowns turn); ``bodies`` = (R, r, dr, v, w):
     rotation matrices, positions, the step's increments of the positions (empty (0, 3) outside a step:
     then r holds the positions themselves), velocities and angular velocities of every body (n_all, ·);
@@ -48,13 +54,13 @@ def at_state(el, kind, bodies, own, x, arms, gamma):
     depend on them (it declares a derivative block with respect to them) and, with ``gamma``, for a
     constraint's γ; an axis's motion (X_MOVES) for a kind evaluated at the α-interpolated state in a step
     (which reads it)."""
-    start, body, P = el[0], el[1], el[3]
+    body, P = el[1], el[3]
     axes, side, n_axes = el[4], el[5], el[6]
     rates = gamma or rates_of(el[9][kind])
     moves = el[10][kind] == 0  # (mbsim.elements.base.INTERPOLATE["state"])
     R, r, dr, v, w = bodies
     steps = dr.shape[0] > 0
-    for e in range(start[kind], start[kind + 1]):
+    for e in range(lo, hi):
         a, b = body[e, 0], body[e, 1]
         ZA, ZB = row(P, e, 0), row(P, e, 3)
         zA, zB = mv(R, a, ZA), mv(R, b, ZB)

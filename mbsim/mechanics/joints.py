@@ -25,6 +25,12 @@ class JointError(ValueError):
     """The joints refuse the scenario (``integrator.joints``: ``redundant: refuse``, ``velocities: refuse``)."""
 
 
+class SingularJoints(JointError):
+    """The joints' equations are dependent at a state (:meth:`mbsim.mechanics.Mechanism.constrained`): a
+    lock-up, or masses so far apart that the equations' pivots drown in round-off.  A run that meets it
+    at t = 0 fails with ``failure = "singular"`` and says so in its file (:func:`mbsim.driver.run`)."""
+
+
 def jacobian(model, r, q, v, w, t: float = 0.0):
     """The joints' Jacobian G (n_unknowns × 6·n_moving, CSR) at a state (:class:`mbsim.mechanics.Mechanism`)."""
     from .mechanism import Mechanism

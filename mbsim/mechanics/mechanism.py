@@ -31,6 +31,7 @@ from . import constrained as kc
 from . import evaluate as kev
 from . import frames as kfr
 from .assembly import Assembler, element_dofs, unknown_blocks
+from .joints import SingularJoints
 
 
 @dataclass(frozen=True, eq=False)
@@ -88,10 +89,6 @@ class Evaluation:
     length: np.ndarray
     potential: np.ndarray
     power: np.ndarray
-
-
-class SingularJoints(ValueError):
-    """The joints' equations are dependent at a state (a redundant joint, or a lock-up)."""
 
 
 class Mechanism:

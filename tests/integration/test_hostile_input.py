@@ -275,3 +275,27 @@ def test_the_bounds_leave_physical_extremes_running(tmp_path, capsys):
         doc["bodies"][0].update(mass=m1, inertia=[j1] * 3)
         doc["bodies"][1].update(mass=m2, inertia=[j2] * 3)
         assert mbsim.simulate(doc).status in ("completed", "failed")  # never an exception
+
+
+def test_joints_singular_at_the_start_fail_the_run_and_say_so(tmp_path, capsys):
+    """issue 27: within the bounds, a 1e20 kg weight on a 1 kg link still makes the joints' equations
+    singular at t = 0 in double precision (the link's pivot drowns in the weight's); SingularJoints
+    escaped mbsim.simulate.  Now the run fails (exit 3) and its file says why."""
+    import mbsim
+    doc = copy.deepcopy(HEAVY)
+    doc["bodies"][1]["mass"] = 1e20
+    out = tmp_path / "o.h5"
+    summary = mbsim.simulate(doc, output=str(out))
+    assert summary.status == "failed", summary.message
+    assert "the joints' equations are singular at t = 0" in summary.message
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "failed" and f["time"].shape == (0,)
+        assert "revolute 'elbow'" in f.attrs["message"]
+    scen = tmp_path / "s.yaml"
+    scen.write_text(dump(doc))
+    assert main(["run", str(scen), "-o", str(tmp_path / "c.h5"), "--quiet"]) == 3
+    err = capsys.readouterr().err
+    assert "singular" in err and "masses many orders of magnitude apart" in err, err
+    from mbsim.mechanics import SingularJoints
+    from mbsim import JointError
+    assert issubclass(SingularJoints, JointError)  # from the mechanism's own API: a documented error

@@ -103,14 +103,12 @@ def test_every_kinds_state_derivatives_match_finite_differences(case):
     C_el = ev.C.toarray() - _gyroscopic_damping(J, s.w[:nm])
     K_fd = _fd(mech, s, lambda e: e.constraint - e.f)
     C_fd = -_fd(mech, s, lambda e: e.f, velocity=True)
-    if np.abs(K_fd).max() > 0:
-        _check(K_el, K_fd, "K")
-    else:
-        assert np.abs(K_el).max() == 0
-    if np.abs(C_fd).max() > 0:
-        _check(C_el, C_fd, "C")
-    else:
-        assert np.abs(C_el).max() == 0
+    # (what is left of K and C once the bodies' terms are taken out is the elements' to round-off)
+    for name, X, X_fd, total in (("K", K_el, K_fd, ev.K), ("C", C_el, C_fd, ev.C)):
+        if np.abs(X_fd).max() > 1e-9 * max(1.0, np.abs(total.toarray()).max()):
+            _check(X, X_fd, name)
+        else:
+            assert np.abs(X).max() <= 1e-12 * max(1.0, np.abs(total.toarray()).max()), name
     if mech.model.elements.n_unknowns:
         _check(ev.G.toarray(), _fd(mech, s, lambda e: e.phi), "G", 1e-7)
 
