@@ -35,10 +35,10 @@ ParaView collection ``.pvd`` that lists them with their times (open the
 ``.pvd`` in ParaView to get the time series).  Each frame holds:
 
 - points: the B body centres (scenario order), then for each connector the
-  point on A and the point on B (torsional dampers, which have no points:
-  the centres of A and B; ``world`` is the origin), then for each joint its
-  point as carried by A and as carried by B (they coincide while the joint
-  holds; a distance joint: its two points);
+  point on A and the point on B (a connector without points, as a torsional
+  damper: the centres of A and B; ``world`` is the origin), then for each
+  joint its point as carried by A and as carried by B (they coincide while
+  the joint holds; a distance joint: its two points);
 - cells: one ``vertex`` per body, then one ``line`` per connector and one
   per joint (connectors first);
 - point data: ``axis_x``, ``axis_y``, ``axis_z`` (the body's unit axes in the
@@ -50,8 +50,10 @@ ParaView collection ``.pvd`` that lists them with their times (open the
   ``force_magnitude``, ``moment_magnitude``, ``type_id`` (0 body,
   1 spring, 2 damper, 3 torsional damper, 9 other connector, 11 spherical,
   12 revolute, 13 prismatic, 14 cylindrical, 15 planar, 16 universal,
-  17 lock, 18 distance, 19 other joint) and ``index`` (body, connector or
-  joint index in scenario order);
+  17 lock, 18 distance, 19 other joint; a connector's id follows the
+  ``draw`` trait of its kind, so a plug-in kind drawn as a coil is 1:
+  :data:`mbsim.viz.geometry.CONNECTOR_DRAW_IDS`) and ``index`` (body,
+  connector or joint index in scenario order);
 - with joints also the point data ``joint_axis`` (a joint's unit axis at
   its two points, carried by A and by B; zero elsewhere and for joints
   without an axis) and the cell data ``position_error`` and
@@ -177,8 +179,8 @@ def vtk_frames(traj: dict, every: int = 1):
     moment = np.concatenate([np.asarray(traj["connectors/moment"], dtype=float)[:T].reshape(T, C, 3),
                              np.asarray(traj["joints/moment"], dtype=float)[:T].reshape(T, J, 3) if J
                              else np.zeros((T, 0, 3))], axis=1)
-    type_id = np.array([geo.CONNECTOR_TYPE_IDS.get(x, 9) for x in traj["connectors/type"]]
-                       + [geo.JOINT_TYPE_IDS.get(x, 19) for x in traj.get("joints/type", ())], dtype=np.int32)
+    type_id = np.concatenate([geo.connector_type_ids(traj["connectors/type"]),
+                              [geo.JOINT_TYPE_IDS.get(x, 19) for x in traj.get("joints/type", ())]]).astype(np.int32)
     index = np.concatenate([np.arange(C), np.arange(J)]).astype(np.int32)
     line_points = np.concatenate([g.points, jg.points], axis=1)  # (T, L, 2, 3)
 

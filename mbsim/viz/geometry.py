@@ -1,6 +1,6 @@
 """Where things are in a stored trajectory: body frames, connector insertion points,
-torsional-damper axes, joint points and axes, and the boxes that stand for the
-bodies.  Pure numpy.
+the axes of connectors drawn as twists (torsional dampers), joint points and axes,
+and the boxes that stand for the bodies.  Pure numpy.
 
 A result file (OUTPUT.md) stores body poses, not connector or joint geometry;
 the insertion points, joint points and axes are in the scenario text it carries
@@ -11,7 +11,9 @@ x = r + Λ Z; a direction n given at t = 0 is at Λ Λ0ᵀ n.  The body ``world`
 (not stored) is the origin with identity orientation.
 
 Every function takes the dictionary of :func:`mbsim.io.reader.read_trajectory`
-and works on all frames, bodies, connectors and joints at once.
+and works on all frames, bodies, connectors and joints at once.  Connectors are
+told apart by the traits their element kinds declare (:func:`connector_traits`),
+not by their type names.
 """
 from __future__ import annotations
 
@@ -20,6 +22,7 @@ from typing import Optional
 
 import numpy as np
 
+from .. import elements
 from ..kernels.rotations import quat_to_matrix
 from ..scenario import WORLD, Scenario, ScenarioError, parse_scenario
 
@@ -27,8 +30,14 @@ from ..scenario import WORLD, Scenario, ScenarioError, parse_scenario
 # use the frames every one of them has)
 _PER_FRAME = ("time", "bodies/position", "bodies/orientation", "connectors/force", "energy/kinetic")
 
-CONNECTOR_TYPE_IDS = {"spring": 1, "damper": 2, "torsional_damper": 3}
-"""Numeric connector type for formats without strings (VTK cell data); 0 is a body, 9 a type not listed."""
+FALLBACK_TRAITS = ("line", ("force", "moment"))
+"""``(draw, outputs)`` of a connector type this process has not registered (a file written by a
+process with a plug-in kind): a straight line, and both stored vectors shown."""
+
+CONNECTOR_DRAW_IDS = {"coil": 1, "dashpot": 2, "twist": 3}
+"""Numeric connector type for formats without strings (VTK cell data), by how the kind is drawn: 1 the
+springs, 2 the dampers, 3 the torsional dampers (and any kind drawn like them); 0 is a body, 9 any other
+connector."""
 
 JOINT_TYPE_IDS = {"spherical": 11, "revolute": 12, "prismatic": 13, "cylindrical": 14, "planar": 15,
                   "universal": 16, "lock": 17, "distance": 18}
@@ -36,6 +45,34 @@ JOINT_TYPE_IDS = {"spherical": 11, "revolute": 12, "prismatic": 13, "cylindrical
 
 AXIS_JOINTS = ("revolute", "prismatic", "cylindrical", "planar", "universal")
 """Joint types with an axis (a universal joint: two, ``axes[0]`` fixed in A and ``axes[1]`` in B)."""
+
+
+def element_kind(type_name: str) -> Optional[type]:
+    """The element kind registered in this process under ``type_name`` (its type or an alias), or None.
+
+    Read from :data:`mbsim.elements.BY_TYPE` at each call: a kind registered (or put there by a test)
+    after this module was imported counts."""
+    kind = elements.BY_TYPE.get(type_name)
+    if kind is None:
+        kind = next((k for k in elements.BY_TYPE.values() if type_name in k.aliases), None)
+    return kind
+
+
+def connector_traits(types) -> tuple[np.ndarray, list]:
+    """How the tools treat each connector type of ``types``: its kind's ``draw`` trait, an array of
+    str (C,), and its ``outputs`` trait, a list of tuples (C,); :data:`FALLBACK_TRAITS` for a type
+    not registered here.  The viewers and exports decide by these, never by type names, so that a
+    plug-in kind is drawn and plotted as it declares."""
+    kinds = [element_kind(str(t)) for t in types]
+    draw = np.array([k.draw if k else FALLBACK_TRAITS[0] for k in kinds], dtype=object)
+    outputs = [tuple(k.outputs) if k else FALLBACK_TRAITS[1] for k in kinds]
+    return draw, outputs
+
+
+def connector_type_ids(types) -> np.ndarray:
+    """:data:`CONNECTOR_DRAW_IDS` of each connector type of ``types`` (int32, 9 for any other)."""
+    draw, _ = connector_traits(types)
+    return np.array([CONNECTOR_DRAW_IDS.get(d, 9) for d in draw], dtype=np.int32)
 
 
 def frame_count(traj: dict) -> int:
@@ -125,9 +162,10 @@ class ConnectorGeometry:
     has_points : (C,) bool
         True where ``points`` are real insertion points.
     axis : (T, C, 3)
-        Unit joint axis of a torsional damper, carried by body A (for P1 and
-        ``none``, which have none, A's image of the world z axis); NaN for
-        other connectors.
+        Unit axis of a connector drawn as a twist (``draw == "twist"``: a
+        torsional damper), carried by body A (where its spec gives no
+        ``axis``, as for P1 and ``none``, A's image of the world z axis); NaN
+        for other connectors.
     body_a, body_b : (C,) int
         Indices into the :func:`body_poses` arrays (world = B).
     """
@@ -140,9 +178,10 @@ class ConnectorGeometry:
 
 
 def connector_geometry(traj: dict, sc: Optional[Scenario] = None) -> ConnectorGeometry:
-    """Insertion points and torsional-damper axes of every connector in every frame.
+    """Insertion points and twist axes of every connector in every frame.
 
-    ``sc`` defaults to :func:`scenario_of` ``(traj)``.
+    ``sc`` defaults to :func:`scenario_of` ``(traj)``.  Points come from any spec that has
+    ``points``, axes for any kind drawn as a twist (:func:`connector_traits` of the stored types).
     """
     if sc is None:
         sc = scenario_of(traj)
@@ -157,6 +196,7 @@ def connector_geometry(traj: dict, sc: Optional[Scenario] = None) -> ConnectorGe
     has = np.zeros(C, dtype=bool)
     n_mat = np.full((C, 3), np.nan)
     specs = {c.name: c for c in sc.connectors} if sc is not None else {}
+    draw, _ = connector_traits(traj["connectors/type"])
     for i, name in enumerate(traj["connectors/name"]):
         c = specs.get(name)
         if c is None:
@@ -166,7 +206,7 @@ def connector_geometry(traj: dict, sc: Optional[Scenario] = None) -> ConnectorGe
             ends = (ia[i], ib[i])
             arms[i] = [R0[e].T @ (X[k] - r0[e]) for k, e in enumerate(ends)]
             has[i] = True
-        if c.type == "torsional_damper":
+        if draw[i] == "twist":
             n0 = np.asarray(c.axis, dtype=float) if c.axis is not None else np.array([0.0, 0.0, 1.0])
             n_mat[i] = R0[ia[i]].T @ n0
 
