@@ -4,9 +4,14 @@ springs, dashpots and arcs, joints as axes, rails and balls, and a clock.
 Each moving body is drawn as the uniform box with its mass and inertia
 (:func:`mbsim.viz.geometry.box_shapes`) and its body axes (x red, y green, z
 blue); fixed bodies, and ``world`` where a connector uses it, as small grey
-cubes.  A spring is a coil between its current insertion points, a damper a
-cylinder with a piston rod, a torsional damper an arc about its joint axis
-around body B's centre, starting along B's x axis so that it turns with B.
+cubes.  Connectors are drawn as their element kinds declare (the ``draw``
+trait, :func:`mbsim.viz.geometry.connector_traits`): a spring (``coil``) is a
+coil between its current insertion points, a damper (``dashpot``) a cylinder
+with a piston rod, a torsional damper (``twist``) an arc about its axis around
+body B's centre, starting along B's x axis so that it turns with B, and any
+other kind (``line``, or a type not registered in this process) a straight
+line between its points (the centres of A and B if it has none); the key
+names the types drawn in each style.
 Joints (:func:`mbsim.viz.geometry.joint_geometry`: points and axes from the
 scenario the file carries) are drawn at their point as carried by body B: a
 hinge (revolute) as a short thick line along its axis, a slider (prismatic)
@@ -45,6 +50,7 @@ FORMATS = (".gif", ".mp4")
 SPRING_COLOR = "#b8860b"
 DAMPER_COLOR, ROD_COLOR = "#5f6b7a", "#2b2b2b"
 TORSION_COLOR = "tab:purple"
+LINE_COLOR = "tab:brown"  # a connector of a kind drawn as a plain line (``draw = "line"``, or a type unknown here)
 JOINT_COLOR = "#0a7f86"  # teal: apart from the body axes, springs, dampers and torsional dampers
 AXIS_COLORS = ("#d62728", "#2ca02c", "#1f77b4")  # body x, y, z
 FIXED_COLOR = "0.55"
@@ -168,10 +174,11 @@ class Scene:
             ax.add_collection3d(lc, autolim=False)
             self.axes_lines.append(lc)
 
-        types = np.array(self.types, dtype=object)
-        self.springs = np.flatnonzero(types == "spring")
-        self.dampers = np.flatnonzero(types == "damper")
-        self.torsion = np.flatnonzero(types == "torsional_damper")
+        draw, _ = geo.connector_traits(self.types)
+        self.springs = np.flatnonzero(draw == "coil")
+        self.dampers = np.flatnonzero(draw == "dashpot")
+        self.torsion = np.flatnonzero(draw == "twist")
+        self.lines = np.flatnonzero(~np.isin(draw, ("coil", "dashpot", "twist")))  # "line", and any other
         L = np.linalg.norm(self.geom.points[:, :, 1] - self.geom.points[:, :, 0], axis=-1)
         # coil radius: a fixed share of the scene, less for springs that are short for their whole run
         self.coil_radius = np.minimum(0.015 * reach, 0.12 * np.median(L[:, self.springs], axis=0)) \
@@ -188,7 +195,8 @@ class Scene:
         self.cylinders = Line3DCollection([], colors=DAMPER_COLOR, linewidths=6.0 * thin)
         self.rods = Line3DCollection([], colors=ROD_COLOR, linewidths=1.6 * thin)
         self.arc_lines = Line3DCollection([], colors=TORSION_COLOR, linewidths=2.0 * thin)
-        for lc in (self.coil_lines, self.cylinders, self.rods, self.arc_lines):
+        self.straight_lines = Line3DCollection([], colors=LINE_COLOR, linewidths=1.6 * thin)
+        for lc in (self.coil_lines, self.cylinders, self.rods, self.arc_lines, self.straight_lines):
             ax.add_collection3d(lc, autolim=False)
         self._joint_artists(edges, marker, thin)
 
@@ -197,17 +205,25 @@ class Scene:
         fig.text(0.5, 0.97, name, ha="center", va="center", fontsize=11)
         self.clock = fig.text(0.02, 0.97, "", ha="left", va="center", fontsize=11, family="monospace")
         key = [Line2D([], [], color=c, lw=1.8, label=f"body {a}") for c, a in zip(AXIS_COLORS, "xyz")]
-        if len(self.springs):
-            key.append(Line2D([], [], color=SPRING_COLOR, lw=1.3, label="spring"))
-        if len(self.dampers):
-            key.append(Line2D([], [], color=DAMPER_COLOR, lw=5, label="damper"))
-        if len(self.torsion):
-            key.append(Line2D([], [], color=TORSION_COLOR, lw=2, label="torsional damper"))
+        for drawn, color, lw in ((self.springs, SPRING_COLOR, 1.3), (self.dampers, DAMPER_COLOR, 5),
+                                 (self.torsion, TORSION_COLOR, 2), (self.lines, LINE_COLOR, 1.6)):
+            if len(drawn):
+                key.append(Line2D([], [], color=color, lw=lw, label=self.kind_names(drawn)))
         key += self.joint_key
         if anchors:
             key.append(Line2D([], [], color=FIXED_COLOR, marker="s", ls="", label="fixed"))
         fig.legend(handles=key, loc="upper center", ncol=len(key), fontsize=8, frameon=False,
                    bbox_to_anchor=(0.5, 0.945), handlelength=1.5, columnspacing=1.2)
+
+    def kind_names(self, connectors) -> str:
+        """The key's label for ``connectors`` drawn in one style: their types, ``_`` read as a space,
+        each once (``spring``; ``spring / my coil`` when a plug-in kind is drawn as a coil too)."""
+        return " / ".join(dict.fromkeys(self.types[c].replace("_", " ") for c in connectors))
+
+    def line_segments(self, k: int) -> np.ndarray:
+        """Segments ``(N, 2, 3)`` of the connectors drawn as plain lines at stored frame ``k``: from the
+        point on A to the point on B (the centres of A and B for a kind without points)."""
+        return self.geom.points[k, self.lines]
 
     def update(self, k: int):
         """Move every artist to stored frame ``k``; returns the artists."""
@@ -233,11 +249,14 @@ class Scene:
             b = g.body_b[self.torsion]
             self.arc_lines.set_segments(geo.arcs(self.pos[k, b], g.axis[k, self.torsion], self.R[k, b][:, :, 0],
                                                  self.arc_radius))
+        if len(self.lines):
+            self.straight_lines.set_segments(self.line_segments(k))
         if len(self.jtypes):
             self._update_joints(k)
         self.clock.set_text(f"t = {self.time[k]:.3f} s")
         return [self.boxes, *self.axes_lines, self.coil_lines, self.cylinders, self.rods, self.arc_lines,
-                self.joint_thick, self.joint_thin, self.joint_balls, self.joint_locks, self.clock]
+                self.straight_lines, self.joint_thick, self.joint_thin, self.joint_balls, self.joint_locks,
+                self.clock]
 
     # ---- joints ------------------------------------------------------------
     def _joint_artists(self, edges, marker, thin):
