@@ -17,7 +17,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from ..energy import energy_balance
-from .geometry import frame_count
+from .geometry import connector_traits, frame_count
 
 DPI = 100
 DEFAULT_SIZES = {  # pixels, width x height
@@ -255,35 +255,48 @@ def set_equal_3d(ax, lo, hi, pad: float = 0.05, floor: float = 0.2) -> None:
         axis.labelpad = 12
 
 
+# line style of a connector's curves by how its kind is drawn (springs solid, dampers dashed)
+LINE_STYLES = {"coil": "-", "dashpot": "--", "twist": "-"}
+
+
+def connectors_with(traj, connectors, output: str) -> list:
+    """The connectors among ``connectors`` (indices) whose kind declares ``output`` ("force" or
+    "moment") among its ``outputs``: the stored vectors that mean something for them."""
+    _, outputs = connector_traits(traj["connectors/type"])
+    return [c for c in connectors if output in outputs[c]]
+
+
 def force_axes(ax, traj, connectors, moments: bool = False) -> None:
-    """|F| of the springs and dampers among ``connectors`` (or |M| of the torsional dampers)."""
+    """|F| of the connectors among ``connectors`` that output a force (or |M| of those that output a
+    moment), each labelled with its type and styled by how its kind is drawn."""
     t, T = _time(traj)
     names, types = list(traj["connectors/name"]), list(traj["connectors/type"])
-    key = "connectors/moment" if moments else "connectors/force"
-    mag = np.linalg.norm(np.asarray(traj[key][:T], dtype=float), axis=-1)
-    pick = [c for c in connectors if (types[c] == "torsional_damper") == moments]
-    title = "Torsional damper moments" if moments else "Connector forces"
+    output = "moment" if moments else "force"
+    mag = np.linalg.norm(np.asarray(traj[f"connectors/{output}"][:T], dtype=float), axis=-1)
+    pick = connectors_with(traj, connectors, output)
+    title = f"Connector {output}s"
     if not pick:
-        _no_data(ax, title, "no torsional dampers" if moments else "no springs or dampers")
+        _no_data(ax, title, f"no connectors with a {output}")
         return
-    styles = {"spring": "-", "damper": "--", "torsional_damper": "-"}
+    draw, _ = connector_traits(types)
     for c in pick:
-        ax.plot(t, mag[:, c], ls=styles.get(types[c], ":"), label=f"{names[c]} ({types[c].replace('_', ' ')})")
+        ax.plot(t, mag[:, c], ls=LINE_STYLES.get(draw[c], ":"), label=f"{names[c]} ({types[c].replace('_', ' ')})")
     _finish(ax, title, "|M| [N·m]" if moments else "|F| [N]")
     ax.legend(fontsize=8, loc="best", ncol=1 if len(pick) <= 4 else 2)
 
 
 def length_axes(ax, traj, connectors) -> None:
-    """Lengths of the springs and dampers among ``connectors``."""
+    """Lengths of the connectors among ``connectors`` that have one (finite at some frame)."""
     t, T = _time(traj)
-    names, types = list(traj["connectors/name"]), list(traj["connectors/type"])
+    names = list(traj["connectors/name"])
     L = np.asarray(traj["connectors/length"][:T], dtype=float)
     pick = [c for c in connectors if np.isfinite(L[:, c]).any()]
     if not pick:
-        _no_data(ax, "Connector lengths", "no springs or dampers")
+        _no_data(ax, "Connector lengths", "no connectors with a length")
         return
+    draw, _ = connector_traits(traj["connectors/type"])
     for c in pick:
-        ax.plot(t, L[:, c], ls="-" if types[c] == "spring" else "--", label=names[c])
+        ax.plot(t, L[:, c], ls=LINE_STYLES.get(draw[c], ":"), label=names[c])
     _finish(ax, "Connector lengths (between insertion points)", "length [m]")
     ax.legend(fontsize=8, loc="best", ncol=1 if len(pick) <= 4 else 2)
 
@@ -429,7 +442,8 @@ def plot_motion(traj: dict, *, bodies: Optional[Sequence[str]] = None, size=None
 
 
 def plot_forces(traj: dict, *, connectors: Optional[Sequence[str]] = None, size=None, dpi: int = DPI) -> Figure:
-    """Force magnitudes of springs and dampers, moment magnitudes of torsional dampers, lengths."""
+    """Force magnitudes of the connectors that output a force, moment magnitudes of those that output a
+    moment (the torsional dampers), lengths."""
     idx, note = select_connectors(traj, connectors)
     fig = _figure("forces", size, dpi)
     a, b, c = fig.subplots(3, 1, sharex=True)
@@ -490,13 +504,12 @@ def dashboard(traj: dict, *, bodies: Optional[Sequence[str]] = None,
     pax += [fig.add_subplot(pg[k], sharex=pax[0]) for k in (1, 2)]
     position_axes(pax, traj, bidx)
 
-    types = list(traj["connectors/type"])
-    has_tors = any(types[c] == "torsional_damper" for c in cidx)
-    has_lin = any(types[c] != "torsional_damper" for c in cidx)
+    has_forces = bool(connectors_with(traj, cidx, "force"))
+    has_moments = bool(connectors_with(traj, cidx, "moment"))
     panels = []  # what shares the forces slot: connector forces, moments, joint reactions
-    if has_lin or not (has_tors or jidx):  # (the "no springs or dampers" panel when there is nothing)
+    if has_forces or not (has_moments or jidx):  # (the "no connectors with a force" panel when there is nothing)
         panels.append(lambda ax: force_axes(ax, traj, cidx))
-    if has_tors:
+    if has_moments:
         panels.append(lambda ax: force_axes(ax, traj, cidx, moments=True))
     if jidx:
         panels.append(lambda ax: joint_reaction_axes(ax, traj, jidx))
