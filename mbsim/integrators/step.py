@@ -71,31 +71,36 @@ TANGENTS = {"consistent": CONSISTENT, "seed": SEED}
 # ------------------------------------------------------------------------------------------------
 @njit(cache=True)
 def _prepare_elements(consts, t, bodies, el, wk, zeros):
-    """The step's constants of the kinds interpolated by their forces, at t_n (``bodies`` = (Λ_n, r_n,
-    v_n, ω_n)): per instance ``cache[e, 0:12]`` its forces about the centres with λ = 0 and
-    ``cache[e, 12(1 + i) …]`` the bodies' row of its own row i's Jacobian G(q_n)."""
+    """The step's constants of the elements, from t_n (``bodies`` = (Λ_n, r_n, v_n, ω_n)): of the kinds
+    interpolated by their forces, per instance ``cache[e, 0:12]`` its forces about the centres with λ = 0
+    and ``cache[e, 12(1 + i) …]`` the bodies' row of its own row i's Jacobian G(q_n); of the others, the
+    t_n halves of their α-interpolated state into ``prep`` (:func:`mbsim.mechanics.gather.step_start`).
+    ``wk`` as in :func:`_elements` (x, y, dy, arms: a chunk's rows)."""
     start, data, count, mask, interp = el[0], el[2], el[8], el[9], el[10]
-    x, y, dy, arms, res, K1, cache, Gb = wk
+    x, y, dy, arms, res, K1, cache, Gb, prep = wk
     Rn, rn, vn, wn, nodr = bodies
     for kind in range(start.shape[0] - 1):
         if interp[kind] != FORCES:
+            gather.step_start(el, kind, start[kind], start[kind + 1], (Rn, rn, vn, wn), 1.0 - consts[4], prep)
             continue
         for lo in range(start[kind], start[kind + 1], gather.CHUNK):
             hi = min(lo + gather.CHUNK, start[kind + 1])
-            gather.at_state(el, kind, lo, hi, (Rn, rn, nodr, vn, wn), (zeros, zeros), x, arms, False)
-            law(kind, lo, hi, data, x, t, JACOBIAN, y, dy)
+            gather.at_state(el, kind, lo, hi, lo, (Rn, rn, nodr, vn, wn), (zeros, zeros), x, arms, False)
+            law(kind, 0, hi - lo, data[lo:hi], x, t, JACOBIAN, y, dy)
             for e in range(lo, hi):
-                put_forces(cache, e, body_forces(y, e, arms))
+                i = e - lo
+                put_forces(cache, e, body_forces(y, i, arms))
                 m = count[e]
                 if m:
-                    body_rows(dy, e, m, (row(arms, e, 0), row(arms, e, 3)), cache, e)
+                    body_rows(dy, i, m, (row(arms, i, 0), row(arms, i, 3)), cache, e)
 
 
 @njit(cache=True)
-def _forces_at_alpha(e, m, j0, af, Q1, lam, scale, y, cache, res):
-    """``res[e]`` of an instance interpolated by its forces: ``α_f Q(q') + (1−α_f) (Q_n − Σ λ_i G_n,i)``
-    (``Q1`` its forces at q', ``cache[e]`` its forces with λ = 0 and its rows' Jacobian at q_n), and its
-    rows ``−k_i Φ_i(q')`` (THEORY §11)."""
+def _forces_at_alpha(ei, m, j0, af, Q1, lam, scale, y, cache, res):
+    """``res[i]`` of an instance e interpolated by its forces (``ei`` = (e, i): its rows of ``y`` and
+    ``res`` are i): ``α_f Q(q') + (1−α_f) (Q_n − Σ λ_i G_n,i)`` (``Q1`` its forces at q', ``cache[e]`` its
+    forces with λ = 0 and its rows' Jacobian at q_n), and its rows ``−k_i Φ_i(q')`` (THEORY §11)."""
+    e, i = ei
     bf = 1.0 - af
     n0, n1, n2, n3 = row(cache, e, 0), row(cache, e, 3), row(cache, e, 6), row(cache, e, 9)
     for k in range(m):
@@ -105,15 +110,15 @@ def _forces_at_alpha(e, m, j0, af, Q1, lam, scale, y, cache, res):
         n1 = mix(1.0, n1, -lk, row(cache, e, o + 3))
         n2 = mix(1.0, n2, -lk, row(cache, e, o + 6))
         n3 = mix(1.0, n3, -lk, row(cache, e, o + 9))
-    put(res, e, 0, mix(af, Q1[0], bf, n0))
-    put(res, e, 3, mix(af, Q1[1], bf, n1))
-    put(res, e, 6, mix(af, Q1[2], bf, n2))
-    put(res, e, 9, mix(af, Q1[3], bf, n3))
-    ue = _u(e)
+    put(res, i, 0, mix(af, Q1[0], bf, n0))
+    put(res, i, 3, mix(af, Q1[1], bf, n1))
+    put(res, i, 6, mix(af, Q1[2], bf, n2))
+    put(res, i, 9, mix(af, Q1[3], bf, n3))
+    ui = _u(i)
     for k in range(m):
-        res[ue, _u(12 + k)] = -scale[_u(j0 + k)] * y[ue, _u(Y_PHI + k)]
+        res[ui, _u(12 + k)] = -scale[_u(j0 + k)] * y[ui, _u(Y_PHI + k)]
     for k in range(12 + m, res.shape[1]):
-        res[ue, _u(k)] = 0.0
+        res[ui, _u(k)] = 0.0
 
 
 @njit(cache=True)
@@ -123,14 +128,16 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
 
     ``consts`` = (dt, c_a, g, γ, α_f, α_m); ``times`` = (t_n, t_{n+1}); ``it`` = (Λ', Λ_n, r', r_n, δ,
     v', v_n, ω', ω_n, T, Ω) (δ the positions' increments, as the solver holds them); ``own`` = (λ, k,
-    target); ``wk`` = (x, y, dy, arms, res, K1, cache, Gb); ``out`` = (data, R, Q)."""
+    target); ``wk`` = (x, y, dy, arms, res, K1, cache, Gb, prep), the first five a chunk's rows
+    (:data:`mbsim.mechanics.gather.CHUNK`: instance e is row e − lo of its chunk lo …), ``cache`` and
+    ``prep`` every instance's (:func:`_prepare_elements`); ``out`` = (data, R, Q)."""
     g, af = consts[2], consts[4]
     tn, t1 = times
     R1, Rn, r1, rn, dr, v1, vn, w1, wn, T, Om = it
     lam, scale, target = own
     start, body, data, first, count, mask, interp, seed = el[0], el[1], el[2], el[7], el[8], el[9], el[10], el[12]
     dofs, pos = elx[6], elx[7]
-    x, y, dy, arms, res, K1, cache, Gb = wk
+    x, y, dy, arms, res, K1, cache, Gb, prep = wk
     tdata, R, Q = out
     direct = pos.shape[0] > 0  # the blocks straight into the solver's storage; else into K1[e] (n, W, W)
     want = DERIVATIVES | JACOBIAN if tangent != NO_TANGENT else VALUES
@@ -143,28 +150,29 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
         for lo in range(start[kind], start[kind + 1], gather.CHUNK):
             hi = min(lo + gather.CHUNK, start[kind + 1])
             if forces:  # at t_{n+1}, the forces interpolated (THEORY §11)
-                gather.at_state(el, kind, lo, hi, (R1, rn, dr, v1, w1), (lam, target), x, arms, False)
-                f = law(kind, lo, hi, data, x, t1, want, y, dy)
+                gather.at_state(el, kind, lo, hi, lo, (R1, rn, dr, v1, w1), (lam, target), x, arms, False)
+                f = law(kind, 0, hi - lo, data[lo:hi], x, t1, want, y, dy)
             else:  # at the α-interpolated state (THEORY §6)
-                gather.interpolated(el, lo, hi, (R1, Rn, r1, rn, v1, vn, w1, wn), af, (lam, target), x, arms)
-                f = law(kind, lo, hi, data, x, tn + af * (t1 - tn), want, y, dy)
+                gather.interpolated(el, kind, lo, hi, lo, (R1, r1, v1, w1), af, prep, (lam, target), x, arms)
+                f = law(kind, 0, hi - lo, data[lo:hi], x, tn + af * (t1 - tn), want, y, dy)
             if f >= 0 and failed < 0:
-                failed = f
+                failed = lo + f
             for e in range(lo, hi):
-                Q1 = body_forces(y, e, arms)
+                i = e - lo
+                Q1 = body_forces(y, i, arms)
                 m = count[e]
                 if forces:
-                    _forces_at_alpha(e, m, first[e], af, Q1, lam, scale, y, cache, res)
+                    _forces_at_alpha((e, i), m, first[e], af, Q1, lam, scale, y, cache, res)
                 else:
-                    put_forces(res, e, Q1)
-                scatter_one(dofs, res, e, R, Q)
+                    put_forces(res, i, Q1)
+                scatter_one(dofs, e, res, i, R, Q)
                 if tangent == NO_TANGENT:
                     continue
                 a, b = body[e, 0], body[e, 1]
                 if forces:  # at t_{n+1}: the lever arms are the arms the unknowns turn
-                    arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 0), row(arms, e, 3))
+                    arms4 = (row(arms, i, 0), row(arms, i, 3), row(arms, i, 0), row(arms, i, 3))
                 else:
-                    arms4 = (row(arms, e, 0), row(arms, e, 3), row(arms, e, 6), row(arms, e, 9))
+                    arms4 = (row(arms, i, 0), row(arms, i, 3), row(arms, i, 6), row(arms, i, 9))
                 if tangent == SEED and seed[e]:  # THEORY §8: δω' = g Tᵀ Δθ, no geometric terms
                     vmap = (g, mscale(g, mt(of_array(T, a))), mscale(g, mt(of_array(T, b))), row(w1, a, 0), row(w1, b, 0))
                     geometric = False
@@ -172,9 +180,9 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
                     vmap = (g, of_array(Om, a), of_array(Om, b), row(w1, a, 0), row(w1, b, 0))
                     geometric = True
                 ke = 0 if direct else e
-                force_block(K1, ke, dy, e, mk, row(y, e, Y_P), arms4, vmap, (af, af), geometric)
+                force_block(K1, ke, dy, i, mk, row(y, i, Y_P), arms4, vmap, (af, af), geometric)
                 if m:  # the own unknowns' rows and columns: k G(q') and k G_α (THEORY §11)
-                    body_rows(dy, e, m, (arms4[2], arms4[3]), Gb, 0)
+                    body_rows(dy, i, m, (arms4[2], arms4[3]), Gb, 0)
                     for i in range(m):
                         k = scale[first[e] + i]
                         for c in range(12):
@@ -495,11 +503,12 @@ def _accept(consts, step_k, state, it, own, model, pw, energy_wk):
             dF = TG[f, step + 1, 0, j] - TG[f, step, 0, j]
             if dF != 0.0:
                 energy[1] -= (lam[j] + wgt * (lam1[j] - lam[j])) * dF
-    lam_prev[1] = lam_prev[0]
-    lam_prev[0] = lam
+    for j in range(lam.shape[0]):
+        lam_prev[1, j] = lam_prev[0, j]
+        lam_prev[0, j] = lam[j]
+        lam[j] = lam1[j]
     lam_gap[1] = lam_gap[0]
     lam_gap[0] = af * dt - (-(1.0 - af) * prev_dt[0])  # from lam's time (t_n + tau) to lam1's (t_n + α_f Δt)
-    lam[:] = lam1
     prev_dt[1] = prev_dt[0]
     prev_dt[0] = dt
     # the power the elements that can dissipate dissipate at the new state (an ideal joint does no work, and
@@ -528,14 +537,14 @@ def _power(el, elx, bodies, own, t, work):
             continue
         for lo in range(start[kind], start[kind + 1], gather.CHUNK):
             hi = min(lo + gather.CHUNK, start[kind + 1])
-            gather.at_state(el, kind, lo, hi, bodies, own, x, arms, False)
-            law(kind, lo, hi, data, x, t, VALUES, y, dy)
-            for e in range(lo, hi):
-                power += y[e, Y_POWER]
+            gather.at_state(el, kind, lo, hi, lo, bodies, own, x, arms, False)
+            law(kind, 0, hi - lo, data[lo:hi], x, t, VALUES, y, dy)
+            for i in range(hi - lo):
+                power += y[i, Y_POWER]
     return power
 
 
-@njit(cache=True)
+@njit(cache=True, allocates=True)
 def _workspace(plan, params, model, solver, state, max_it):
     """Every work array of a call, allocated once: ``(consts, mdl, it, pred, Xn, inc, ewk, S, pw, data, Ktt, nwk,
     lam1, scale, cwk, fwk, xs, saved)`` (their uses: the phases above)."""
@@ -564,10 +573,12 @@ def _workspace(plan, params, model, solver, state, max_it):
     pred = (np.empty((n_all, 3)), np.empty((n_all, 3)), np.empty((n_all, 3)))
     Xn = np.empty((nm, 3))
     inc = (np.zeros((n_all, 3)), np.zeros((n_all, 3)))
-    x, y, dy = np.zeros((n_el, N_X)), np.zeros((n_el, N_Y)), np.zeros((n_el, N_DY))
+    x, y, dy = np.zeros((n_el, N_X)), np.zeros((n_el, N_Y)), np.zeros((n_el, N_DY))  # every instance's
     arms = np.zeros((n_el, 12))
-    ewk = (x, y, dy, arms, np.zeros((n_el, W)), np.zeros((1, W, W)), np.zeros((n_el, 12 * (W - 11))),
-           np.zeros((max(W - 12, 1), 12)))
+    nc = min(gather.CHUNK, n_el)  # the step's: a chunk's rows, which stay in the processor's cache
+    ewk = (np.zeros((nc, N_X)), np.zeros((nc, N_Y)), np.zeros((nc, N_DY)), np.zeros((nc, 12)), np.zeros((nc, W)),
+           np.zeros((1, W, W)), np.zeros((n_el, 12 * (W - 11))), np.zeros((max(W - 12, 1), 12)),
+           np.zeros((n_el, gather.N_PREP)))
     S = np.empty((6, 3, 3))
     nodr = np.zeros((0, 3))
     zeros = np.zeros(n_own)
@@ -586,8 +597,8 @@ def _workspace(plan, params, model, solver, state, max_it):
         scale[j] = elx[3][j] * c_a  # k = m_ref/(βΔt²) or J_ref/(βΔt²)
     mdl = (bodies, el, elx, body_pos, krr)
     kinds = np.ones(n_kinds, np.int64)
-    cwk = (np.empty((n_all, 3, 3)), np.empty(nm), np.empty((nm, 3, 3)), R, Q, du, sw, x, y, dy, arms, ewk[5], ewk[4],
-           ewk[7], kinds, zeros, nodr)
+    cwk = (np.empty((n_all, 3, 3)), np.empty(nm), np.empty((nm, 3, 3)), R, Q, du, sw, x, y, dy, arms, ewk[5],
+           np.zeros((n_el, W)), ewk[7], kinds, zeros, nodr)
     fwk = (np.empty((n_all, 3, 3)), x, y, dy, arms, kinds, np.empty(9), nodr)
     saved = (np.empty_like(r), np.empty_like(q), np.empty_like(v), np.empty_like(a), np.empty_like(w), np.empty_like(al),
              np.empty_like(energy), np.empty(n_own), np.empty((n_all, 3)), np.empty((n_all, 3)))
@@ -595,7 +606,7 @@ def _workspace(plan, params, model, solver, state, max_it):
             np.empty((nm, 6)), saved, sw)
 
 
-@njit(cache=True)
+@njit(cache=True, allocates=True)
 def evaluate(plan, params, model, loads, solver, state, inc, lam, out):
     """The residual (and with ``plan[4]`` the tangent) of the first step of ``loads`` from ``state`` at the
     iterate with increments ``inc`` = (d, θ) and own unknowns ``lam``: the step's preparation
@@ -620,7 +631,7 @@ def evaluate(plan, params, model, loads, solver, state, inc, lam, out):
                      (data, R, Q, Ktt))
 
 
-@njit(cache=True)
+@njit(cache=True, allocates=True)
 def predict(plan, params, model, solver, state, inc, lam1):
     """Where the Newton iteration of a step from ``state`` starts (:func:`_predict`): the increments into
     ``inc`` = (d, θ) and the own unknowns into ``lam1``."""
@@ -629,7 +640,7 @@ def predict(plan, params, model, solver, state, inc, lam1):
     _predict(consts, model[0][0], (v, a, w, al, lam), (a_prev, al_prev, prev_dt, lam_prev, lam_gap), inc, lam1)
 
 
-@njit(cache=True)
+@njit(cache=True, allocates=True)
 def run(plan, params, model, loads, solver, test, state, report, frames):
     """``nframes`` blocks of ``spf`` steps (the module docstring: its phases and its arguments); with
     ``frames``, each block starts with a fresh tangent and no predictor history and ends with the frame

@@ -270,16 +270,26 @@ class _StampedLocator:
 unsigned = np.uint64
 
 
-def njit(*args, **kwargs):
+def njit(*args, allocates: bool = False, **kwargs):
     """Mark a function for numba (``numba.njit`` at its first use, see :class:`Kernel`) with numpy's
-    error model.
+    error model, and without reference counting unless it ``allocates``.
 
     ``error_model="numpy"``: a division by zero gives inf or NaN as in numpy
     (which the Newton iteration detects and reports) instead of raising
     ZeroDivisionError from inside a kernel.  ``fastmath`` stays off: the
     arithmetic is the one written, to the last bit.
+
+    ``allocates=False`` (the default): the function creates no array and returns none; it only reads
+    and writes the arrays it is given, which its caller keeps alive.  numba then compiles it without its
+    runtime's reference counting (``_nrt=False``): with it, every array reachable from the arguments
+    (the arrays in a tuple of arrays too) costs two atomic updates per call, one at entry and one at
+    exit, which the step loop's calls paid some thousand times per step -- 57 % of a one-joint step's
+    time (perf, scenario of benchmarks/joint_chain.py at N = 1: 95 000 steps/s with, 238 000 without).
+    An allocation in such a function is refused when it compiles ("NRT required but not enabled").
+    ``allocates=True`` for the few that set up work arrays (:func:`mbsim.integrators.step.run`).
     """
     kwargs.setdefault("error_model", "numpy")
+    kwargs["_nrt"] = bool(allocates)  # explicit: numba would take the setting of the kernel that calls it
     if args and callable(args[0]):
         return Kernel(args[0], kwargs)
     return lambda f: Kernel(f, kwargs)

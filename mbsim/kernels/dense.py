@@ -120,7 +120,7 @@ def factorize(data, flat, n, lu, piv):
     return lu_block(lu, 0, n, piv, 0)
 
 
-@njit(cache=True)
+@njit(cache=True, allocates=True)
 def solve(lu, n, piv, rhs):
     """x with A x = rhs, from the factors of :func:`factorize`."""
     x = rhs.copy()

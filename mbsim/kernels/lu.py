@@ -24,7 +24,8 @@ def factorize(solver, data, lu, piv):
             return -1
         return bad // 6 if bad < 6 * nm else nm + bad - 6 * nm
     if data.ctypes.data != lu.ctypes.data:
-        lu[:] = data
+        for i in range(data.shape[0]):
+            lu[i] = data[i]
     if sym.shape[0] > 0:
         return blocklu.factorize(lu, sym, piv)
     return tree.factorize(lu, nm, parent, order, piv)
@@ -37,7 +38,8 @@ def solve(solver, lu, piv, rhs, out, work):
     if sym.shape[0] > 0:
         blocklu.solve_into(lu, sym, piv, rhs, work, out)
     elif is_dense:
-        out[:] = rhs
+        for i in range(rhs.shape[0]):
+            out[i] = rhs[i]
         dense.lu_block_solve(lu, 0, ndof, piv, 0, out, 0)
     else:
         tree.solve_into(lu, nm, parent, order, piv, rhs, work, out)

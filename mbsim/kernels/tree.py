@@ -85,7 +85,7 @@ def block_position(rows: np.ndarray, cols: np.ndarray, nm: int, parent: np.ndarr
     return pos
 
 
-@njit(cache=True)
+@njit(cache=True, allocates=True)
 def factorize(data, nm, parent, order, piv):
     """Block LU in place: D[c] → LU(D[c]), U[c] → D[c]⁻¹U[c], D[p] −= L[c] D[c]⁻¹ U[c].
 
@@ -120,7 +120,7 @@ def factorize(data, nm, parent, order, piv):
     return -1
 
 
-@njit(cache=True)
+@njit(cache=True, allocates=True)
 def solve(data, nm, parent, order, piv, rhs):
     """Solve with the factors of :func:`factorize`; returns x."""
     x = np.empty(6 * nm)

@@ -184,14 +184,14 @@ def add_block(K, ke, pos, e, data):
 
 
 @njit(cache=True)
-def scatter_one(dofs, res, e, R, Q):
-    """R[dofs[e]] += res[e] and Q[dofs[e]] += |res[e]| (−1: dropped): one instance, as soon as its rows are
-    known (they are still in the processor's cache then)."""
-    ue = _u(e)
+def scatter_one(dofs, e, res, i, R, Q):
+    """R[dofs[e]] += res[i] and Q[dofs[e]] += |res[i]| (−1: dropped): instance e, whose rows are row i of
+    ``res``, as soon as they are known (they are still in the processor's cache then)."""
+    ue, ui = _u(e), _u(i)
     for j in range(dofs.shape[1]):
         d = dofs[ue, _u(j)]
         if d >= 0:
-            v = res[ue, _u(j)]
+            v = res[ui, _u(j)]
             R[_u(d)] += v
             Q[_u(d)] += abs(v)
 

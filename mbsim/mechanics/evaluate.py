@@ -35,7 +35,7 @@ def at_state(el, bodies, own, t, want, work, kinds):
             continue
         for lo in range(start[kind], start[kind + 1], gather.CHUNK):
             hi = min(lo + gather.CHUNK, start[kind + 1])
-            gather.at_state(el, kind, lo, hi, bodies, own, x, arms, (want & GAMMA) != 0)
+            gather.at_state(el, kind, lo, hi, 0, bodies, own, x, arms, (want & GAMMA) != 0)
             f = law(kind, lo, hi, data, x, t, want, y, dy)
             if f >= 0 and failed < 0:
                 failed = f

@@ -26,28 +26,28 @@ there are.
 """
 from __future__ import annotations
 
-from ..elements.base import X_AXES, X_D, X_DV, X_LAM, X_MOVES, X_TARGET, X_WA, X_WB
+from ..elements.base import MAX_AXES, X_AXES, X_D, X_DV, X_LAM, X_MOVES, X_TARGET, X_WA, X_WB
 from ..kernels import njit
-from ..kernels.vec import cross, dot, mv, put, row
+from ..kernels.vec import add, cross, dot, mix, mv, put, row, scale
 
 CHUNK = 32  # instances gathered, evaluated and used at a time
 
 
 @njit(cache=True)
-def _own(el, e, own, x):
-    """The instance's own unknowns and the values their rows hold into x[e] (``own`` = (lam, target))."""
+def _own(el, e, i, own, x):
+    """Instance e's own unknowns and the values their rows hold into x[i] (``own`` = (lam, target))."""
     first, count = el[7], el[8]
     lam, target = own
     j0 = first[e]
-    for i in range(count[e]):
-        x[e, X_LAM + i] = lam[j0 + i]
-        x[e, X_TARGET + i] = target[j0 + i]
+    for k in range(count[e]):
+        x[i, X_LAM + k] = lam[j0 + k]
+        x[i, X_TARGET + k] = target[j0 + k]
 
 
 @njit(cache=True)
-def at_state(el, kind, lo, hi, bodies, own, x, arms, gamma):
-    """The state of the instances ``lo … hi−1`` of kind ``kind`` at one physical state into ``x`` and ``arms[:, 0:6]``
-    (module docstring: the lever arms are the arms the unknowns turn); ``bodies`` = (R, r, dr, v, w):
+def at_state(el, kind, lo, hi, o, bodies, own, x, arms, gamma):
+    """The state of the instances ``lo … hi−1`` of kind ``kind`` at one physical state into the rows ``e − o``
+    of ``x`` and ``arms[:, 0:6]`` (module docstring: the lever arms are the arms the unknowns turn); ``bodies`` = (R, r, dr, v, w):
     rotation matrices, positions, the step's increments of the positions (empty (0, 3) outside a step:
     then r holds the positions themselves), velocities and angular velocities of every body (n_all, ·);
     ``own`` = (lam, target) of every own unknown.  ḋ, ω_A and ω_B are gathered for a kind whose values
@@ -62,6 +62,7 @@ def at_state(el, kind, lo, hi, bodies, own, x, arms, gamma):
     steps = dr.shape[0] > 0
     for e in range(lo, hi):
         a, b = body[e, 0], body[e, 1]
+        i = e - o
         ZA, ZB = row(P, e, 0), row(P, e, 3)
         zA, zB = mv(R, a, ZA), mv(R, b, ZB)
         longer, shorter = (-zA[0], -zA[1], -zA[2]), zB  # −z_A and z_B, the longer first (negation is exact)
@@ -71,24 +72,24 @@ def at_state(el, kind, lo, hi, bodies, own, x, arms, gamma):
             inc = (dr[b, 0] - dr[a, 0], dr[b, 1] - dr[a, 1], dr[b, 2] - dr[a, 2])
         else:
             inc = (0.0, 0.0, 0.0)
-        put(x, e, X_D, ((((r[b, 0] - r[a, 0]) + longer[0]) + shorter[0]) + inc[0],
+        put(x, i, X_D, ((((r[b, 0] - r[a, 0]) + longer[0]) + shorter[0]) + inc[0],
                         (((r[b, 1] - r[a, 1]) + longer[1]) + shorter[1]) + inc[1],
                         (((r[b, 2] - r[a, 2]) + longer[2]) + shorter[2]) + inc[2]))
         if rates:
             wa, wb = row(w, a, 0), row(w, b, 0)
             ta, tb = cross(wa, zA), cross(wb, zB)
-            put(x, e, X_DV, ((v[b, 0] + tb[0]) - (v[a, 0] + ta[0]), (v[b, 1] + tb[1]) - (v[a, 1] + ta[1]),
+            put(x, i, X_DV, ((v[b, 0] + tb[0]) - (v[a, 0] + ta[0]), (v[b, 1] + tb[1]) - (v[a, 1] + ta[1]),
                              (v[b, 2] + tb[2]) - (v[a, 2] + ta[2])))
-            put(x, e, X_WA, wa)
-            put(x, e, X_WB, wb)
+            put(x, i, X_WA, wa)
+            put(x, i, X_WB, wb)
         for k in range(n_axes[e]):
             n = mv(R, b if side[e, k] else a, (axes[e, k, 0], axes[e, k, 1], axes[e, k, 2]))
-            put(x, e, X_AXES + 3 * k, n)
+            put(x, i, X_AXES + 3 * k, n)
             if moves:
-                put(x, e, X_MOVES + 3 * k, n)
-        _own(el, e, own, x)
-        put(arms, e, 0, zA)
-        put(arms, e, 3, zB)
+                put(x, i, X_MOVES + 3 * k, n)
+        _own(el, e, i, own, x)
+        put(arms, i, 0, zA)
+        put(arms, i, 3, zB)
 
 
 @njit(cache=True)
@@ -98,42 +99,73 @@ def rates_of(mask):
     return (mask >> 9) != 0
 
 
+# The t_n halves of the α-interpolated state, per instance, in the rows of ``prep`` (:func:`step_start`):
+# (1−α_f) times r_A,n, r_B,n, z_A,n, z_B,n, ẋ_A,n, ẋ_B,n, ω_A,n, ω_B,n and each axis at t_n.
+P_RA, P_RB, P_ZA, P_ZB, P_VA, P_VB, P_WA, P_WB, P_AXES = 0, 3, 6, 9, 12, 15, 18, 21, 24
+N_PREP = P_AXES + 3 * MAX_AXES
+
+
 @njit(cache=True)
-def interpolated(el, lo, hi, bodies, af, own, x, arms):
-    """The state of instances ``lo … hi−1`` at the α-interpolated state of a step (module docstring);
-    ``bodies`` = (R1, Rn, r1, rn, v1, vn, w1, wn) at t_{n+1} and t_n, ``af`` = α_f."""
+def step_start(el, kind, lo, hi, bodies, bf, prep):
+    """The t_n halves of the α-interpolated state of instances ``lo … hi−1`` of kind ``kind`` into
+    ``prep[e]`` (the offsets ``P_*``), once per step: ``bodies`` = (Λ_n, r_n, v_n, ω_n), ``bf`` = 1 − α_f.
+    :func:`interpolated` adds them to the t_{n+1} halves at every iterate (the same products, summed in
+    the same order, as if they were formed there)."""
     body, P = el[1], el[3]
     axes, side, n_axes = el[4], el[5], el[6]
-    R1, Rn, r1, rn, v1, vn, w1, wn = bodies
-    bf = 1.0 - af
+    Rn, rn, vn, wn = bodies
+    rates = rates_of(el[9][kind])
     for e in range(lo, hi):
         a, b = body[e, 0], body[e, 1]
-        ZA, ZB = row(P, e, 0), row(P, e, 3)
-        zA1, zAn = mv(R1, a, ZA), mv(Rn, a, ZA)
-        zB1, zBn = mv(R1, b, ZB), mv(Rn, b, ZB)
-        zAa = (af * zA1[0] + bf * zAn[0], af * zA1[1] + bf * zAn[1], af * zA1[2] + bf * zAn[2])
-        zBa = (af * zB1[0] + bf * zBn[0], af * zB1[1] + bf * zBn[1], af * zB1[2] + bf * zBn[2])
-        xA = (af * r1[a, 0] + bf * rn[a, 0] + zAa[0], af * r1[a, 1] + bf * rn[a, 1] + zAa[1],
-              af * r1[a, 2] + bf * rn[a, 2] + zAa[2])
-        xB = (af * r1[b, 0] + bf * rn[b, 0] + zBa[0], af * r1[b, 1] + bf * rn[b, 1] + zBa[1],
-              af * r1[b, 2] + bf * rn[b, 2] + zBa[2])
-        put(x, e, X_D, (xB[0] - xA[0], xB[1] - xA[1], xB[2] - xA[2]))
-        wA1, wB1 = row(w1, a, 0), row(w1, b, 0)
-        t1, t2 = cross(wB1, zB1), cross(row(wn, b, 0), zBn)
-        u1, u2 = cross(wA1, zA1), cross(row(wn, a, 0), zAn)
-        put(x, e, X_DV, ((af * (v1[b, 0] + t1[0]) + bf * (vn[b, 0] + t2[0])) - (af * (v1[a, 0] + u1[0]) + bf * (vn[a, 0] + u2[0])),
-                         (af * (v1[b, 1] + t1[1]) + bf * (vn[b, 1] + t2[1])) - (af * (v1[a, 1] + u1[1]) + bf * (vn[a, 1] + u2[1])),
-                         (af * (v1[b, 2] + t1[2]) + bf * (vn[b, 2] + t2[2])) - (af * (v1[a, 2] + u1[2]) + bf * (vn[a, 2] + u2[2]))))
-        put(x, e, X_WA, (af * w1[a, 0] + bf * wn[a, 0], af * w1[a, 1] + bf * wn[a, 1], af * w1[a, 2] + bf * wn[a, 2]))
-        put(x, e, X_WB, (af * w1[b, 0] + bf * wn[b, 0], af * w1[b, 1] + bf * wn[b, 1], af * w1[b, 2] + bf * wn[b, 2]))
+        zAn, zBn = mv(Rn, a, row(P, e, 0)), mv(Rn, b, row(P, e, 3))
+        put(prep, e, P_RA, scale(bf, row(rn, a, 0)))
+        put(prep, e, P_RB, scale(bf, row(rn, b, 0)))
+        put(prep, e, P_ZA, scale(bf, zAn))
+        put(prep, e, P_ZB, scale(bf, zBn))
+        if rates:
+            wAn, wBn = row(wn, a, 0), row(wn, b, 0)
+            put(prep, e, P_VA, scale(bf, add(row(vn, a, 0), cross(wAn, zAn))))
+            put(prep, e, P_VB, scale(bf, add(row(vn, b, 0), cross(wBn, zBn))))
+            put(prep, e, P_WA, scale(bf, wAn))
+            put(prep, e, P_WB, scale(bf, wBn))
         for k in range(n_axes[e]):
-            c = b if side[e, k] else a
-            E = (axes[e, k, 0], axes[e, k, 1], axes[e, k, 2])
-            n1, nn = mv(R1, c, E), mv(Rn, c, E)
-            put(x, e, X_AXES + 3 * k, (af * n1[0] + bf * nn[0], af * n1[1] + bf * nn[1], af * n1[2] + bf * nn[2]))
-            put(x, e, X_MOVES + 3 * k, n1)
-        _own(el, e, own, x)
-        put(arms, e, 0, zAa)
-        put(arms, e, 3, zBa)
-        put(arms, e, 6, zA1)
-        put(arms, e, 9, zB1)
+            put(prep, e, P_AXES + 3 * k, scale(bf, mv(Rn, b if side[e, k] else a, (axes[e, k, 0], axes[e, k, 1],
+                                                                                axes[e, k, 2]))))
+
+
+@njit(cache=True)
+def interpolated(el, kind, lo, hi, o, bodies, af, prep, own, x, arms):
+    """The state of instances ``lo … hi−1`` of kind ``kind`` at the α-interpolated state of a step into the
+    rows ``e − o`` of ``x`` and ``arms`` (module docstring); ``bodies`` = (Λ', r', v', ω') at t_{n+1}, ``af`` =
+    α_f, ``prep`` the t_n halves (:func:`step_start`).  The rates (ḋ, ω_A, ω_B) only for a kind whose values
+    depend on them (:func:`rates_of`)."""
+    body, P = el[1], el[3]
+    axes, side, n_axes = el[4], el[5], el[6]
+    R1, r1, v1, w1 = bodies
+    rates = rates_of(el[9][kind])
+    for e in range(lo, hi):
+        a, b = body[e, 0], body[e, 1]
+        i = e - o
+        zA1, zB1 = mv(R1, a, row(P, e, 0)), mv(R1, b, row(P, e, 3))
+        zAa = mix(af, zA1, 1.0, row(prep, e, P_ZA))
+        zBa = mix(af, zB1, 1.0, row(prep, e, P_ZB))
+        rA, rB = mix(af, row(r1, a, 0), 1.0, row(prep, e, P_RA)), mix(af, row(r1, b, 0), 1.0, row(prep, e, P_RB))
+        xA = (rA[0] + zAa[0], rA[1] + zAa[1], rA[2] + zAa[2])
+        xB = (rB[0] + zBa[0], rB[1] + zBa[1], rB[2] + zBa[2])
+        put(x, i, X_D, (xB[0] - xA[0], xB[1] - xA[1], xB[2] - xA[2]))
+        if rates:
+            wA1, wB1 = row(w1, a, 0), row(w1, b, 0)
+            uA = mix(af, add(row(v1, a, 0), cross(wA1, zA1)), 1.0, row(prep, e, P_VA))
+            uB = mix(af, add(row(v1, b, 0), cross(wB1, zB1)), 1.0, row(prep, e, P_VB))
+            put(x, i, X_DV, (uB[0] - uA[0], uB[1] - uA[1], uB[2] - uA[2]))
+            put(x, i, X_WA, mix(af, wA1, 1.0, row(prep, e, P_WA)))
+            put(x, i, X_WB, mix(af, wB1, 1.0, row(prep, e, P_WB)))
+        for k in range(n_axes[e]):
+            n1 = mv(R1, b if side[e, k] else a, (axes[e, k, 0], axes[e, k, 1], axes[e, k, 2]))
+            put(x, i, X_AXES + 3 * k, mix(af, n1, 1.0, row(prep, e, P_AXES + 3 * k)))
+            put(x, i, X_MOVES + 3 * k, n1)
+        _own(el, e, i, own, x)
+        put(arms, i, 0, zAa)
+        put(arms, i, 3, zBa)
+        put(arms, i, 6, zA1)
+        put(arms, i, 9, zB1)
