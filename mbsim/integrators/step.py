@@ -51,7 +51,7 @@ from ..kernels.so3 import cay_compose, cay_mv, matrices
 from ..kernels import unsigned as _u
 from ..kernels.vec import mix, mt, mscale, of_array, put, row
 from ..mechanics import gather
-from ..mechanics.assembly import add_block, scatter_bodies, scatter_one
+from ..mechanics.assembly import add_block, scatter_bodies, scatter_forces, scatter_one
 from ..mechanics.chain import body_forces, body_rows, force_block, put_forces
 from ..mechanics.constrained import ACCELERATION, solve as constrained_solve
 from ..mechanics.evaluate import FORCES
@@ -163,9 +163,9 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
                 m = count[e]
                 if forces:
                     _forces_at_alpha((e, i), m, first[e], af, Q1, lam, scale, y, cache, res)
+                    scatter_one(dofs, e, res, i, R, Q)
                 else:
-                    put_forces(res, i, Q1)
-                scatter_one(dofs, e, res, i, R, Q)
+                    scatter_forces(dofs, e, Q1, R, Q)
                 if tangent == NO_TANGENT:
                     continue
                 a, b = body[e, 0], body[e, 1]

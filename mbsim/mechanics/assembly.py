@@ -197,6 +197,20 @@ def scatter_one(dofs, e, res, i, R, Q):
 
 
 @njit(cache=True)
+def scatter_forces(dofs, e, F, R, Q):
+    """R[dofs[e, 0:12]] += F and Q[…] += |F| (−1: dropped): the forces about the centres of instance e
+    (four 3-tuples, :func:`mbsim.mechanics.chain.body_forces`), straight from the registers."""
+    ue = _u(e)
+    for k in range(4):
+        f = F[k]
+        for j in range(3):
+            d = dofs[ue, _u(3 * k + j)]
+            if d >= 0:
+                R[_u(d)] += f[j]
+                Q[_u(d)] += abs(f[j])
+
+
+@njit(cache=True)
 def scatter_residual(dofs, res, R, Q):
     """R[dofs] += res and Q[dofs] += |res| for the local entries of the element instances (dofs, res:
     (n, W); −1: dropped)."""
