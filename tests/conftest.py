@@ -14,21 +14,31 @@ import pytest
 os.environ.setdefault("MBSIM_FIRST_RUN", "compile")
 
 
+# tests that compile every kernel afresh in a process of their own: (test name, config attribute, starter)
+_FRESH = (("test_the_suite_fails_on_a_wrong_model", "mbsim_mutants", "tests.regression.test_regression:start_mutants"),
+          ("test_a_force_element_written_outside_mbsim", "mbsim_plugin", "tests.integration.test_plugin:start_plugin"))
+
+
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected
 def pytest_collection_modifyitems(session, config, items):
-    """The mutation test of tests/regression compiles every kernel afresh in a process of its own:
-    start that process now, so that it compiles on the second core while the other tests run."""
-    if any(item.name == "test_the_suite_fails_on_a_wrong_model" for item in items):
-        import tempfile
-        from tests.regression.test_regression import start_mutants
-        config.mbsim_mutants_dir = tempfile.TemporaryDirectory(prefix="mbsim-mutants-")
-        config.mbsim_mutants = start_mutants(config.mbsim_mutants_dir.name)
+    """The mutation test of tests/regression and the plug-in test of tests/integration compile every kernel
+    afresh in processes of their own: start them now, so that they compile while the other tests run."""
+    import importlib
+    import tempfile
+    names = {item.name for item in items}
+    config.mbsim_fresh = []
+    for test, attr, starter in _FRESH:
+        if test in names:
+            module, func = starter.split(":")
+            folder = tempfile.TemporaryDirectory(prefix=f"{attr.replace('_', '-')}-")
+            setattr(config, attr, getattr(importlib.import_module(module), func)(folder.name))
+            config.mbsim_fresh.append((attr, folder))
 
 
 def pytest_unconfigure(config):
-    proc = getattr(config, "mbsim_mutants", None)
-    if proc is not None and proc.poll() is None:  # the test was not run (deselected, -x, Ctrl-C)
-        proc.kill()
-        proc.wait()
-    if getattr(config, "mbsim_mutants_dir", None) is not None:
-        config.mbsim_mutants_dir.cleanup()
+    for attr, folder in getattr(config, "mbsim_fresh", ()):
+        proc = getattr(config, attr, None)
+        if proc is not None and proc.poll() is None:  # the test was not run (deselected, -x, Ctrl-C)
+            proc.kill()
+            proc.wait()
+        folder.cleanup()

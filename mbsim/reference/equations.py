@@ -1,9 +1,15 @@
 """Continuous equations of motion of a scenario, for the reference solver.
 
 This module is deliberately independent of the generalized-α path
-(``mbsim.model``, ``mbsim.elements``, ``mbsim.integrators``): it has its own
-rotation helpers and its own connector kernels, so that a mistake made there
-is not silently repeated here.  It implements THEORY §1, §6, §7 and §9 in
+(``mbsim.model``, ``mbsim.mechanics``, ``mbsim.integrators``): it has its own
+rotation helpers and its own connector kernels for the built-in kinds, so that
+a mistake made there is not silently repeated here.  An element kind
+registered from outside (:func:`mbsim.elements.register`) is evaluated
+through its own law, as plain Python, at this module's kinematics of its
+points and axes (`_plugin_rows`): the only statement of its physics there is;
+the kinematics, the chain to the bodies, the continuous equations and their
+integration stay this module's own.  A kind with unknowns of its own (a
+joint other than the built-in ones) is refused.  It implements THEORY §1, §6, §7 and §9 in
 continuous time, i.e. with every quantity at the same instant (α_f = α_m = 1,
 no time discretisation), and the kinematic joints of THEORY §11 as an index-1
 formulation of its own (see `EquationsOfMotion` and ``_joint_rows``).
@@ -397,10 +403,8 @@ class EquationsOfMotion:
     # ---------------------------------------------------------------- setup
     def _init_connectors(self, connectors, index):
         kinds = ("spring", "damper", "torsional_damper")
-        unknown = sorted({c.type for c in connectors} - set(kinds))
-        if unknown:
-            raise ValueError(f"reference solver: unsupported connector types {unknown}")
-        order = [i for kind in kinds for i, c in enumerate(connectors) if c.type == kind]
+        plugins = list(dict.fromkeys(c.type for c in connectors if c.type not in kinds))  # scenario order
+        order = [i for kind in kinds + tuple(plugins) for i, c in enumerate(connectors) if c.type == kind]
         cs = [connectors[i] for i in order]
         self._order = np.array(order, dtype=int)  # internal position -> scenario index
         self._spring_names = [c.name for c in cs if c.type == "spring"]
@@ -426,13 +430,36 @@ class EquationsOfMotion:
         self._damper_names = [c.name for c in cs[ns:p]]
 
         # torsional dampers: axis E = Λ_A,0ᵀ n_0 fixed in A's material frame (THEORY §7)
-        ts = cs[p:]
+        self._nq = p + sum(c.type == "torsional_damper" for c in cs)  # the plug-in kinds' rows follow
+        ts = cs[p:self._nq]
         self._chi = np.array([c.damping for c in ts], dtype=float)[:, None]
         ab = np.array([_PROJECTION[c.projection] for c in ts], dtype=float).reshape(-1, 2)
         self._pa, self._pb = ab[:, :1], ab[:, 1:]
         axes = np.array([np.zeros(3) if c.axis is None else c.axis for c in ts],
                         dtype=float).reshape(-1, 3)
-        self._axis_mat = matvec(rot0_t[ia[p:]], axes)
+        self._axis_mat = matvec(rot0_t[ia[p:self._nq]], axes)
+        self._plugins = self._init_plugins(plugins, cs, index)
+
+    def _init_plugins(self, types, cs, index):
+        """The kinds registered from outside: per kind (kind, its internal rows, its packed instances).
+        Their arms join ``_za``, ``_zb`` (zero for a kind without points), so they share the kinematics."""
+        from mbsim.elements import BY_TYPE
+        from mbsim.elements.base import Elements
+        out, lo = [], self._nq
+        for typ in types:
+            kind = BY_TYPE.get(typ)
+            if kind is None:
+                raise ValueError(f"reference solver: unsupported connector type {typ!r} (not registered)")
+            specs = [c for c in cs[lo:] if c.type == typ]
+            if kind.section != "connectors" or any(kind.unknowns_of(c) for c in specs):
+                raise ValueError(f"reference solver: element kind {typ!r} has unknowns of its own; only the "
+                                 f"built-in joints are solved here")
+            rows = np.arange(lo, lo + len(specs))
+            el = Elements((kind,), specs, index, self._r0_e, self._rot0_e)
+            self._za[rows], self._zb[rows] = el.arms[:, 0:3], el.arms[:, 3:6]
+            out.append((kind, rows, el))
+            lo += len(specs)
+        return out
 
     def _init_loads(self, loads, index):
         self._load_body = np.array([self._mov_of[index[ld.body]] for ld in loads], dtype=int)
@@ -590,10 +617,12 @@ class EquationsOfMotion:
                            np.sqrt(np.einsum("ij,ij->i", c, c)))
 
     def _connectors(self, kin: _Kinematics, t):
-        """Forces f and pure moments m on A (C, 3), internal order, and dissipation [W]."""
+        """Forces f and pure moments m on A (C, 3), pure moments m_B on B with the opposite sign (−m_B on
+        B: m_B = m but for a plug-in kind), internal order, and dissipation [W]."""
         ns, p, nc = self._ns, self._np, self._nc
         f = np.zeros((nc, 3))
         m = np.zeros((nc, 3))
+        mb = m
 
         # spring, THEORY §7: f = k (1 − L0/L) c
         if ns:
@@ -627,13 +656,43 @@ class EquationsOfMotion:
             dissipation += float(np.vdot(f[ns:p], dv))
 
         # torsional damper, THEORY §7: m = χ_r P (ω_B − ω_A), P = a I + b n⊗n, n = Λ_A E
-        if nc > p:
-            n = matvec(kin.rot_e[self._ia[p:]], self._axis_mat)
-            wr = kin.w_e[self._ib[p:]] - kin.w_e[self._ia[p:]]
+        nt = self._nq
+        if nt > p:
+            n = matvec(kin.rot_e[self._ia[p:nt]], self._axis_mat)
+            wr = kin.w_e[self._ib[p:nt]] - kin.w_e[self._ia[p:nt]]
             nw = np.einsum("ij,ij->i", n, wr)[:, None]
-            m[p:] = self._chi * (self._pa * wr + self._pb * nw * n)
-            dissipation += float(np.vdot(m[p:], wr))
-        return f, m, dissipation
+            m[p:nt] = self._chi * (self._pa * wr + self._pb * nw * n)
+            dissipation += float(np.vdot(m[p:nt], wr))
+        if self._plugins:
+            mb = m.copy()
+            for kind, rows, el in self._plugins:
+                y = self._plugin_rows(kind, rows, el, kin, t)
+                f[rows], m[rows], mb[rows] = -y[:, 0:3], y[:, 3:6], -y[:, 6:9]
+                dissipation += float(np.sum(y[:, 9]))
+        return f, m, mb, dissipation
+
+    def _plugin_rows(self, kind, rows, el, kin: _Kinematics, t):
+        """A plug-in kind's law at this state (mbsim.elements.base: the state row of each instance from
+        this module's kinematics, the law run as plain Python): per instance its p = (p_d, p_A, p_B) and
+        its dissipated power and stored energy, (n, 11)."""
+        from mbsim import kernels
+        from mbsim.elements import base
+        n = rows.size
+        ia, ib = self._ia[rows], self._ib[rows]
+        x, y, dy = np.zeros((n, base.N_X)), np.zeros((n, base.N_Y)), np.zeros((n, base.N_DY))
+        x[:, base.X_D:base.X_D + 3] = kin.c[rows]
+        x[:, base.X_DV:base.X_DV + 3] = ((kin.v_e[ib] + cross(kin.w_e[ib], kin.z_b[rows]))
+                                         - (kin.v_e[ia] + cross(kin.w_e[ia], kin.z_a[rows])))
+        x[:, base.X_WA:base.X_WA + 3], x[:, base.X_WB:base.X_WB + 3] = kin.w_e[ia], kin.w_e[ib]
+        for k in range(int(el.n_axes.max(initial=0))):
+            axis = matvec(kin.rot_e[np.where(el.axis_side[:, k] != 0, ib, ia)], el.axes[:, k])
+            x[:, base.X_AXES + 3 * k:base.X_AXES + 3 * k + 3] = axis
+            x[:, base.X_MOVES + 3 * k:base.X_MOVES + 3 * k + 3] = axis
+        with kernels.plain_python():
+            bad = kind.law(0, n, el.data, x, float(t), base.VALUES, y, dy)
+        if bad >= 0:
+            raise RuntimeError(f"{kind.type} '{el.names[bad]}' {kind.failure} at t = {t:.9g}")
+        return np.concatenate((y[:, base.Y_P:base.Y_P + 9], y[:, [base.Y_POWER, base.Y_POTENTIAL]]), axis=1)
 
     def _loads(self, kin: _Kinematics, t):
         """Scaled load vectors (L, 3) [N or N·m] and their power [W]."""
@@ -647,15 +706,15 @@ class EquationsOfMotion:
 
     def _resultants(self, y, t):
         kin = self._kinematics(y)
-        f, m, dissipation = self._connectors(kin, t)
+        f, m, mb, dissipation = self._connectors(kin, t)
         lv, power = self._loads(kin, t)
         nc = self._nc
-        # A receives (f, z_A × f + m), B receives −(f, z_B × f + m) (THEORY §6);
-        # the sign of B is in the scatter matrix
+        # A receives (f, z_A × f + m), B receives −(f, z_B × f + m_B) (THEORY §6; m_B = m but for a
+        # plug-in kind); the sign of B is in the scatter matrix
         ends = np.empty((self._scatter.shape[1], 6))
         ends[:nc, :3] = ends[nc:2 * nc, :3] = f
         ends[:nc, 3:] = cross(kin.z_a, f) + m
-        ends[nc:2 * nc, 3:] = cross(kin.z_b, f) + m
+        ends[nc:2 * nc, 3:] = cross(kin.z_b, f) + mb
         ends[2 * nc:, :3] = lv * self._load_mask[:, :1]
         ends[2 * nc:, 3:] = lv * self._load_mask[:, 1:]
         ft = self._scatter @ ends
@@ -945,10 +1004,14 @@ class EquationsOfMotion:
         cl = np.full(nc, np.nan)
         cf[self._order], cm[self._order] = f, m
         cl[self._order[:self._np]] = kin.length[:self._np]
+        for kind, rows, _ in self._plugins:  # a plug-in kind's length: between its points, if it has them
+            if kind.points is not None:
+                cl[self._order[rows]] = kin.length[rows]
         return Forces(*full, cf, cm, cl, dissipation, power, jf, jm, pos_err, ang_err)
 
-    def energies(self, y) -> Energies:
-        """Kinetic and potential energy and momenta at state ``y`` (THEORY §9)."""
+    def energies(self, y, t: float = 0.0) -> Energies:
+        """Kinetic and potential energy and momenta at state ``y`` (THEORY §9; ``t`` for a plug-in kind
+        whose stored energy depends on time)."""
         kin = self._kinematics(y)
         m = self.mass[:, None]
         jw = matvec(kin.rot, matvec(self.inertia_body, matvec(np.swapaxes(kin.rot, -1, -2), kin.w)))
@@ -956,6 +1019,8 @@ class EquationsOfMotion:
         stretch = kin.length[:self._ns] - self._l0
         height_energy = float(np.sum(m * kin.r @ self.gravity))  # Σ m g·r
         potential = 0.5 * float(np.sum(self._k * stretch ** 2)) - height_energy
+        for kind, rows, el in self._plugins:
+            potential += float(np.sum(self._plugin_rows(kind, rows, el, kin, t)[:, 10]))
         return Energies(kinetic, potential, np.sum(m * kin.v, axis=0),
                         np.sum(cross(kin.r, m * kin.v) + jw, axis=0))
 
