@@ -9,9 +9,10 @@ generalized-α integrator, the initial conditions of a run, its frames, and the 
 Layouts (docs/develop.md, "The mechanism at a state"):
 
 - the *bodies' unknowns*: 6 per moving body, ``[δr, δθ]`` (δθ a spatial rotation, THEORY §1), the
-  moving bodies in scenario order (``names``); velocities alike, ``[δv, δω]``;
-- the *own unknowns*: the multipliers of the joints, instance by instance in scenario order, row by
-  row (``rows``: the joint and what its equation says);
+  moving bodies in the model's internal order (``model.names[:model.n_moving]``); velocities alike,
+  ``[δv, δω]``;
+- the *own unknowns*: the multipliers of the joints, instance by instance in packed order, row by row
+  (``model.elements.unknown_element``: the instance of each; ``unknown_rotation``: a moment or a force);
 - a state: positions ``r`` and unit quaternions ``q`` [w, x, y, z], velocities ``v`` and spatial
   angular velocities ``w`` of every body of the model (internal order: the moving bodies first, then
   the fixed ones and ``world``), the time ``t`` and the multipliers ``lam``.
