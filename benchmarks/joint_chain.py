@@ -67,7 +67,7 @@ import tempfile
 import time
 from pathlib import Path
 
-# a cold numba cache compiles in the foreground (not the interpreted first run of mbsim.kernels.firstrun):
+# a cold numba cache compiles in the foreground (not the plain-Python first run of mbsim.compiling):
 # these figures are of the compiled code
 os.environ.setdefault("MBSIM_FIRST_RUN", "compile")
 

@@ -15,7 +15,7 @@ with the repository on ``PYTHONPATH``):
 ``mbsim run scenarios/pendulum.yaml`` (cold cache)
     the first run after ``pip install .``: numba's cache directory is a new
     empty one (``NUMBA_CACHE_DIR``).  By default the run is interpreted while
-    a background process compiles the kernels (:mod:`mbsim.kernels.firstrun`);
+    a background process compiles the kernels (:mod:`mbsim.compiling`);
     also shown: when that compilation is done, and the next run.  With
     ``--compile``, a first run that compiles in the foreground as well
     (``MBSIM_FIRST_RUN=compile``).  Once, unless ``--no-cold`` (a minute or two).
