@@ -137,11 +137,6 @@ class LinearSolver:
         return self.strategy == "dense"
 
     @property
-    def dense_positions(self) -> np.ndarray:
-        """Dense strategy: row-major position in the n×n matrix of each entry of the storage."""
-        return self._flat
-
-    @property
     def kind(self) -> str:
         return {"tree": "block tree LU (no fill)", "dense": "dense LU (partial pivoting)",
                 "block": "block sparse LU (minimum degree)"}[self.strategy]

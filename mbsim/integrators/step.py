@@ -53,7 +53,7 @@ from ..kernels.vec import mix, mt, mscale, of_array, put, row
 from ..mechanics import gather
 from ..mechanics.assembly import add_block, scatter_bodies, scatter_forces, scatter_one
 from ..mechanics.chain import body_forces, body_rows, force_block, put_forces
-from ..mechanics.constrained import ACCELERATION, solve as constrained_solve
+from ..mechanics.constrained import solve as constrained_solve
 from ..mechanics.evaluate import FORCES
 from ..mechanics.frames import N_SCALARS, frame_row
 from ..mechanics.laws import law
@@ -722,7 +722,7 @@ def run(plan, params, model, loads, solver, test, state, report, frames):
                 for j in range(3):
                     Fx[i, j] = FE[f, i, j]
                     Mx[i, j] = FE[f, i, 3 + j]
-            if constrained_solve(ACCELERATION, (nm, mass, Jb), (r, q, v, w, t_frame), (Fx, Mx, TGE[f, 2]), el, elx,
+            if constrained_solve((nm, mass, Jb), (r, q, v, w, t_frame), (Fx, Mx, TGE[f, 2]), el, elx,
                                  (lu, body_pos, data, lu_data, lu_piv, lu_state), cwk, (xs, lam)) >= 0:
                 lam[:] = np.nan
         if not frame_row((mass, Jb, gravity, order), (r, q, v, w, a, al, energy), (lam, TGE[f, 0], t_frame), el,

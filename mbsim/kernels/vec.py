@@ -194,13 +194,6 @@ def mt(A):
 
 
 @njit(cache=True)
-def mvec(A, z):
-    """A z."""
-    return (A[0] * z[0] + A[1] * z[1] + A[2] * z[2], A[3] * z[0] + A[4] * z[1] + A[5] * z[2],
-            A[6] * z[0] + A[7] * z[1] + A[8] * z[2])
-
-
-@njit(cache=True)
 def of_array(R, a):
     """``R[a]`` (R (n, 3, 3)) as a 3×3 matrix."""
     ua = _u(a)

@@ -4,10 +4,6 @@ Accelerations and multipliers::
 
     M a + Gᵀλ = f − ω × Jω          G a = F̈ − γ
 
-and the velocities closest to given ones in the kinetic-energy norm that satisfy the joints::
-
-    M v' + Gᵀμ = M v                G v' = Ḟ
-
 assembled in the Newton system's storage and solved with its LU (:mod:`mbsim.kernels.lu`).  The
 multipliers are solved for scaled by ``ref`` (m_ref or J_ref of each: every block O(mass)).  γ is the
 velocity-quadratic part of Φ̈: the law's γ_f plus the arms' centripetal part g_d·(ω_B×(ω_B×z_B) −
@@ -24,21 +20,18 @@ from .assembly import add_block, scatter_bodies, scatter_residual
 from .chain import body_forces, body_rows, put_forces
 from . import evaluate
 
-ACCELERATION, VELOCITY = 0, 1
-
-
 @njit(cache=True)
-def solve(mode, bodies, state, loads, el, elx, solver, work, result):
-    """Solve the constrained equations of ``mode`` (:data:`ACCELERATION` or :data:`VELOCITY`) at a state;
-    returns −1, or the block whose pivot is singular (as :func:`mbsim.kernels.lu.factorize`).
+def solve(bodies, state, loads, el, elx, solver, work, result):
+    """Solve the constrained equations at a state; returns −1, or the block whose pivot is singular (as
+    :func:`mbsim.kernels.lu.factorize`).
 
     ``bodies`` = (nm, mass, J_b); ``state`` = (r, q, v, w, t); ``loads`` = (F, M, target): the external
     forces and moments on every body (gravity included; the elements' are added) and the values the
-    own rows' derivatives hold (F̈ for accelerations, Ḟ for velocities); ``solver`` = (lu, body_pos,
+    own rows' second derivatives hold (F̈); ``solver`` = (lu, body_pos,
     data, lu_data, piv, lu_state): the LU (:mod:`mbsim.kernels.lu`), where the body blocks go, the
     tangent storage, the factors and their state (``lu_state[0]`` ← 0: the Newton iteration's
     factorization is overwritten); ``work`` = (Rm, krr, Jw, R, Q, du, sw, x, y, dy, arms, K1, res, Gb,
-    kinds, zeros, nodr); ``result`` = (xs (nm, 6): [a, α] or [v', ω'], λ (physical))."""
+    kinds, zeros, nodr); ``result`` = (xs (nm, 6): [a, α], λ (physical))."""
     nm, mass, Jb = bodies
     r, q, v, w, t = state
     F, M, target = loads
@@ -62,16 +55,11 @@ def solve(mode, bodies, state, loads, el, elx, solver, work, result):
         Q[j] = 0.0
     data[:] = 0.0
     scatter_bodies(body_pos, krr, Jw, data)
-    want = JACOBIAN | GAMMA if mode == ACCELERATION else JACOBIAN
-    evaluate.at_state(el, (Rm, r, nodr, v, w), (zeros, zeros), t, want, (x, y, dy, arms), kinds)
+    evaluate.at_state(el, (Rm, r, nodr, v, w), (zeros, zeros), t, JACOBIAN | GAMMA, (x, y, dy, arms), kinds)
     w_ = K1.shape[1]
     for kind in range(start.shape[0] - 1):
         for e in range(start[kind], start[kind + 1]):
-            if mode == ACCELERATION:
-                put_forces(res, e, body_forces(y, e, arms))
-            else:
-                for j in range(12):
-                    res[e, j] = 0.0
+            put_forces(res, e, body_forces(y, e, arms))
             m = count[e]
             for j in range(12, w_):
                 res[e, j] = 0.0
@@ -83,19 +71,16 @@ def solve(mode, bodies, state, loads, el, elx, solver, work, result):
             for r_ in range(12 + m):
                 for c_ in range(12 + m):
                     K1[0, r_, c_] = 0.0
-            if mode == ACCELERATION:  # the arms' centripetal part of Φ̈ (the law's γ_f has the rest)
-                wa, wb = row(w, a, 0), row(w, b, 0)
-                cA, cB = cross(wa, cross(wa, zA)), cross(wb, cross(wb, zB))
-                cd = (cB[0] - cA[0], cB[1] - cA[1], cB[2] - cA[2])
+            wa, wb = row(w, a, 0), row(w, b, 0)  # the arms' centripetal part of Φ̈ (the law's γ_f has the rest)
+            cA, cB = cross(wa, cross(wa, zA)), cross(wb, cross(wb, zB))
+            cd = (cB[0] - cA[0], cB[1] - cA[1], cB[2] - cA[2])
             for i in range(m):
                 j = first[e] + i
                 k = ref[j]
                 for c_ in range(12):
                     K1[0, 12 + i, c_] = k * Gb[i, c_]
                     K1[0, c_, 12 + i] = k * Gb[i, c_]
-                rhs = target[j]
-                if mode == ACCELERATION:
-                    rhs -= y[e, Y_GAMMA + i] + Gb[i, 6] * cd[0] + Gb[i, 7] * cd[1] + Gb[i, 8] * cd[2]
+                rhs = target[j] - (y[e, Y_GAMMA + i] + Gb[i, 6] * cd[0] + Gb[i, 7] * cd[1] + Gb[i, 8] * cd[2])
                 res[e, 12 + i] = k * rhs
             add_block(K1, 0, pos, e, data)
     scatter_residual(dofs, res, R, Q)
@@ -103,12 +88,8 @@ def solve(mode, bodies, state, loads, el, elx, solver, work, result):
         L = mv(Jw, i, row(w, i, 0))  # J ω
         gyro = cross(row(w, i, 0), L)
         for j in range(3):
-            if mode == ACCELERATION:
-                R[6 * i + j] += F[i, j]
-                R[6 * i + 3 + j] += M[i, j] - gyro[j]
-            else:
-                R[6 * i + j] = mass[i] * v[i, j]
-                R[6 * i + 3 + j] = L[j]
+            R[6 * i + j] += F[i, j]
+            R[6 * i + 3 + j] += M[i, j] - gyro[j]
     lu_state[0] = 0.0
     bad = klu.factorize(lu, data, lu_data, piv)
     if bad >= 0:

@@ -232,15 +232,14 @@ class Mechanism:
         return sp.csr_matrix((blocks.ravel()[ok], (r[ok], c[ok])), shape=(nd, nd))
 
     # --------------------------------------------------------------------------------------------
-    def constrained(self, s, velocities: bool = False):
+    def constrained(self, s):
         """The joints' constrained equations at state ``s`` (:mod:`mbsim.mechanics.constrained`): ``(x, lam)``
-        with ``x`` (n_moving, 6) the accelerations [a, α] and ``lam`` the multipliers, or with ``velocities``
-        the velocities [v, ω] closest to ``s.v, s.w`` that satisfy the joints.  Raises SingularJoints when the
-        joints' equations are dependent there."""
+        with ``x`` (n_moving, 6) the accelerations [a, α] and ``lam`` the multipliers.  Raises SingularJoints
+        when the joints' equations are dependent there."""
         m = self.model
         nm, n_own, n = m.n_moving, m.elements.n_unknowns, m.elements.n
         F, Mo, _, _ = (x[0] for x in m.external_many(np.array([s.t])))
-        target = m.targets([s.t])[0, 1 if velocities else 2]
+        target = m.targets([s.t])[0, 2]
         W = m.elements.width
         x, y, dy, arms = self._work
         data = np.zeros(self.solver.storage_size) if self.solver.dense else self.lu[0]
@@ -249,7 +248,7 @@ class Mechanism:
                 np.zeros(ndof), np.zeros(max(18 * nm, ndof)), x, y, dy, arms, np.zeros((1, W, W)), np.zeros((n, W)),
                 np.zeros((max(W - 12, 1), 12)), self._all, np.zeros(n_own), self._nodr)
         xs, lam = np.zeros((nm, 6)), np.zeros(n_own)
-        bad = kc.solve(kc.VELOCITY if velocities else kc.ACCELERATION, (nm, m.mass, m.inertia),
+        bad = kc.solve((nm, m.mass, m.inertia),
                        tuple(np.ascontiguousarray(z, dtype=float) for z in (s.r, s.q, s.v, s.w)) + (float(s.t),),
                        (F, Mo, np.ascontiguousarray(target)), self.el, self.elx,
                        (self.solver.lu, self.assembler.body_pos, data, *self.lu),

@@ -213,3 +213,16 @@ def test_a_closed_ring_runs_in_the_compiled_loop_with_the_block_sparse_lu(monkey
     assert np.allclose(out["block"].r, out["dense"].r, rtol=0, atol=1e-12)
     assert np.allclose(out["block"].q, out["dense"].q, rtol=0, atol=1e-12)
     assert np.allclose(out["block"].w, out["dense"].w, rtol=0, atol=1e-10)
+
+
+def test_the_redundant_equations_are_said_once_per_kind_of_joint():
+    """A02's 40 four-bars each give up the same three equations of one revolute joint: the note names the
+    three once, with the joints summarized (it listed them for each joint: 5 kB on the terminal)."""
+    from pathlib import Path
+
+    from mbsim.scenario import load_scenario
+    sc = load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / "iftomm_a02_four_bars.yaml"))
+    notes = Model(sc).joint_notes
+    assert len(notes) == 1 and notes[0].startswith("120 redundant joint equations removed"), notes
+    assert "revolute joints 'right00', 'right01', 'right02', …, 'right39' (40): " in notes[0], notes[0]
+    assert notes[0].count("coincident points (z)") == 1 and len(notes[0]) < 300, notes[0]
