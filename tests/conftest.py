@@ -6,39 +6,51 @@ example there), instead of running as plain Python while a background process co
 (mbsim.compiling).  Subprocesses inherit it.  On a warm cache the default policy (``auto``, what
 users get) runs compiled too; tests/integration/test_first_run.py tests it on purpose, on a warm
 cache and on a cold one (``compiling.policy`` in a thread, or the variable unset in a subprocess).
+
+The tests that need mbsim compiled afresh in a process of its own (tests/fresh.py) have it started as soon
+as they are collected.  The session runs on as many pytest-xdist workers as there are CPUs
+(pyproject.toml); the processes' folders are shared by the workers (``mbsim_fresh``).
 """
 import os
+import shutil
+import tempfile
+from pathlib import Path
 
 import pytest
+
+from tests import fresh
 
 os.environ.setdefault("MBSIM_FIRST_RUN", "compile")
 
 
-# tests that compile every kernel afresh in a process of their own: (test name, config attribute, starter)
-_FRESH = (("test_the_suite_fails_on_a_wrong_model", "mbsim_mutants", "tests.regression.test_regression:start_mutants"),
-          ("test_a_force_element_written_outside_mbsim", "mbsim_plugin", "tests.integration.test_plugin:start_plugin"))
+def pytest_configure(config):
+    if hasattr(config, "workerinput"):  # an xdist worker: the controller's folder
+        config.mbsim_fresh = Path(config.workerinput["mbsim_fresh"])
+    else:
+        config.mbsim_fresh = Path(tempfile.mkdtemp(prefix="mbsim-fresh-"))
+        config.mbsim_fresh_owner = True
+
+
+def pytest_configure_node(node):  # (xdist's hook, in the controller: what each worker is given)
+    node.workerinput["mbsim_fresh"] = str(node.config.mbsim_fresh)
 
 
 @pytest.hookimpl(trylast=True)  # after -k and -m have deselected
 def pytest_collection_modifyitems(session, config, items):
-    """The mutation test of tests/regression and the plug-in test of tests/integration compile every kernel
-    afresh in processes of their own: start them now, so that they compile while the other tests run."""
-    import importlib
-    import tempfile
-    names = {item.name for item in items}
-    config.mbsim_fresh = []
-    for test, attr, starter in _FRESH:
-        if test in names:
-            module, func = starter.split(":")
-            folder = tempfile.TemporaryDirectory(prefix=f"{attr.replace('_', '-')}-")
-            setattr(config, attr, getattr(importlib.import_module(module), func)(folder.name))
-            config.mbsim_fresh.append((attr, folder))
+    if {item.name for item in items} & set(fresh.TESTS) and fresh.claim(config.mbsim_fresh, fresh.FOLDER):
+        fresh.start_fresh(config.mbsim_fresh / fresh.FOLDER)
 
 
 def pytest_unconfigure(config):
-    for attr, folder in getattr(config, "mbsim_fresh", ()):
-        proc = getattr(config, attr, None)
-        if proc is not None and proc.poll() is None:  # the test was not run (deselected, -x, Ctrl-C)
-            proc.kill()
-            proc.wait()
-        folder.cleanup()
+    if getattr(config, "mbsim_fresh_owner", False):
+        fresh.stop(config.mbsim_fresh)
+        shutil.rmtree(config.mbsim_fresh, ignore_errors=True)
+
+
+@pytest.fixture
+def fresh_folder(request):
+    """The folder of the fresh process (tests/fresh.py), started at collection (or now, if it was not)."""
+    root = request.config.mbsim_fresh
+    if fresh.claim(root, fresh.FOLDER):
+        fresh.start_fresh(root / fresh.FOLDER)
+    return root / fresh.FOLDER

@@ -1,7 +1,7 @@
 """A force element written outside mbsim, in the documented files only (docs/develop.md, "Adding an
-element"): tests/plugin/hardening_spring.py, registered in a process of its own (tests/plugin/check.py,
-started by tests/conftest.py as soon as this test is collected: it compiles the engine afresh, with the
-kind in it, on the second core while the other tests run).
+element"): tests/plugin/hardening_spring.py, registered in a process of its own (tests/plugin/check.py in
+the session's fresh process, tests/fresh.py: started as soon as this test is collected, it compiles the
+engine afresh, with the kind in it, while the other tests run).
 
 References: SciPy's solution of the Duffing oscillator's equation written in check.py (the kind's force,
 independently), the reference solver (``mbsim verify``: second order), central differences of the forces
@@ -9,33 +9,11 @@ independently), the reference solver (``mbsim verify``: second order), central d
 """
 from __future__ import annotations
 
-import json
-import os
-import subprocess
-import sys
-from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def start_plugin(folder):
-    """Start tests/plugin/check.py in ``folder`` (its numba cache, stdout and stderr)."""
-    folder = Path(folder)
-    env = dict(os.environ, PYTHONPATH=str(ROOT), NUMBA_CACHE_DIR=str(folder / "numba-cache"),
-               MBSIM_FIRST_RUN="compile", MPLBACKEND="Agg")
-    with open(folder / "stdout", "w") as out, open(folder / "stderr", "w") as err:
-        proc = subprocess.Popen([sys.executable, str(ROOT / "tests" / "plugin" / "check.py")], cwd=ROOT, env=env,
-                                stdout=out, stderr=err)
-    proc.mbsim_folder = folder
-    return proc
-
-
-def test_a_force_element_written_outside_mbsim(request, tmp_path):
-    proc = getattr(request.config, "mbsim_plugin", None) or start_plugin(tmp_path)
-    proc.wait(timeout=900)
-    out, err = ((proc.mbsim_folder / name).read_text() for name in ("stdout", "stderr"))
-    assert proc.returncode == 0, err[-3000:]
-    got = json.loads(out.strip().splitlines()[-1])
+def test_a_force_element_written_outside_mbsim(fresh_folder):
+    from tests import fresh
+    got = fresh.result(fresh_folder, "plugin")
+    assert "error" not in got, got.get("traceback")
     assert got["status"] == "completed"
     # registered after a scenario was read, in a process that had imported numba: it ran compiled
     assert got["compiled"] == {"law": True, "step loop": True}

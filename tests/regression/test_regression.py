@@ -111,65 +111,69 @@ def test_example_matches_its_reference(path):
     assert errs["rotation angle [rad]"][0] <= ANGLE_TOL
 
 
-MUTANTS = r"""
-# Run in a fresh process with its own numba cache directory: every registered element kind's law is
-# wrapped in a compiled mutant before anything is compiled, and a last column of the packed parameter
-# rows says, instance by instance, which mutation to apply (0: none) -- one compilation serves all cases.
-import json, sys
-import numpy as np
-from mbsim.elements import ELEMENTS
-from mbsim.elements import base
-from mbsim.kernels import njit
-from tests.regression import test_regression as tr
+def prepare_mutants(kinds) -> dict:
+    """In a fresh process, before anything is compiled: wrap the compiled law of every kind in ``kinds``
+    (type names) in a mutant, and give the packed parameter rows a last column that says, instance by
+    instance, which mutation to apply (0: none) -- one compilation serves all cases.  Returns the switch
+    ``{"kind": type, "how": code}`` :func:`run_mutants` sets case by case (no mutation until then)."""
+    import numpy as np
+    from mbsim.elements import ELEMENTS, base
+    from mbsim.kernels import njit
+    current = {"kind": None, "how": 0.0}
 
-def mutant(law):
-    @njit(cache=False)
-    def wrong(lo, hi, p, x, t, want, y, dy):
-        failed = law(lo, hi, p, x, t, want, y, dy)
-        last = p.shape[1] - 1
-        for e in range(lo, hi):
-            if p[e, last] == 1.0:  # the action's sign flipped (its derivatives as well)
-                for j in range(9):
-                    y[e, base.Y_P + j] = -y[e, base.Y_P + j]
-                y[e, base.Y_POWER] = -y[e, base.Y_POWER]
-                if want & base.DERIVATIVES:
-                    for j in range(base.DG):
-                        dy[e, j] = -dy[e, j]
-        return failed
-    return wrong
+    def mutant(law):
+        @njit(cache=False)
+        def wrong(lo, hi, p, x, t, want, y, dy):
+            failed = law(lo, hi, p, x, t, want, y, dy)
+            last = p.shape[1] - 1
+            for e in range(lo, hi):
+                if p[e, last] == 1.0:  # the action's sign flipped (its derivatives as well)
+                    for j in range(9):
+                        y[e, base.Y_P + j] = -y[e, base.Y_P + j]
+                    y[e, base.Y_POWER] = -y[e, base.Y_POWER]
+                    if want & base.DERIVATIVES:
+                        for j in range(base.DG):
+                            dy[e, j] = -dy[e, j]
+            return failed
+        return wrong
 
-for cls in ELEMENTS:
-    cls.law = mutant(cls.law)
-CURRENT = {"kind": None, "how": 0.0}
-init = base.Elements.__init__
+    for cls in ELEMENTS:
+        if cls.type in kinds:
+            cls.law = mutant(cls.law)
+    init = base.Elements.__init__
 
-def with_mutation_column(self, kinds, connectors, *args):
-    init(self, kinds, connectors, *args)
-    mine = np.array([self.kinds[k].type == CURRENT["kind"] for k in self.kind], dtype=bool)
-    code = np.where(mine, CURRENT["how"], 0.0)
-    self.data = np.ascontiguousarray(np.concatenate((self.data, code.reshape(-1, 1)), axis=1))
-    if CURRENT["how"] == 2.0:  # its points moved to the bodies' centres: no moments z × f about them
-        self.arms[mine] = 0.0
+    def with_mutation_column(self, kinds_, connectors, *args):
+        init(self, kinds_, connectors, *args)
+        mine = np.array([self.kinds[k].type == current["kind"] for k in self.kind], dtype=bool)
+        code = np.where(mine, current["how"], 0.0)
+        self.data = np.ascontiguousarray(np.concatenate((self.data, code.reshape(-1, 1)), axis=1))
+        if current["how"] == 2.0:  # its points moved to the bodies' centres: no moments z × f about them
+            self.arms[mine] = 0.0
 
-base.Elements.__init__ = with_mutation_column
-caught = {}
-for kind, how, paths in json.loads(sys.argv[1]):
-    CURRENT.update(kind=kind, how=float(how))
-    verdict = "not caught"
-    for path in paths:
-        try:
-            errs = tr.regression_errors(tr.Path(path))
-        except AssertionError as exc:  # the wrong model does not even run to the end: caught as well
-            verdict = f"caught: the run failed ({str(exc).splitlines()[0][:80]})"
-            break
-        errs.pop("_scene")
-        bad = [q for q, (e, tol) in errs.items() if e > tol]
-        if bad:
-            verdict = f"caught by {tr.Path(path).stem}: {', '.join(bad)}"
-            break
-    caught[f"{kind}: {['', 'flipped sign', 'points at the centres'][how]}"] = verdict
-print(json.dumps(caught))
-"""
+    base.Elements.__init__ = with_mutation_column
+    return current
+
+
+def run_mutants(cases, current) -> dict:
+    """Each case (kind, mutation, example paths) against the examples' references: its verdict."""
+    caught = {}
+    for kind, how, paths in cases:
+        current.update(kind=kind, how=float(how))
+        verdict = "not caught"
+        for path in paths:
+            try:
+                errs = regression_errors(Path(path))
+            except AssertionError as exc:  # the wrong model does not even run to the end: caught as well
+                verdict = f"caught: the run failed ({str(exc).splitlines()[0][:80]})"
+                break
+            errs.pop("_scene")
+            bad = [q for q, (e, tol) in errs.items() if e > tol]
+            if bad:
+                verdict = f"caught by {Path(path).stem}: {', '.join(bad)}"
+                break
+        caught[f"{kind}: {['', 'flipped sign', 'points at the centres'][how]}"] = verdict
+    current.update(kind=None, how=0.0)
+    return caught
 
 
 def _mutations():
@@ -189,38 +193,15 @@ def _mutations():
     return out
 
 
-def start_mutants(folder):
-    """Start the mutants' process (see the test below) in ``folder`` (its numba cache, its stdout and
-    stderr): it compiles every kernel afresh (about a minute and a half on 2 cores), so
-    ``tests/conftest.py`` starts it as soon as the test is collected, to compile while the other
-    tests run; the test then waits for its verdicts."""
-    import json
-    import os
-    import subprocess
-    import sys
-    folder = Path(folder)
-    cases = _mutations()
-    root = REFERENCE_DIR.parents[1]
-    env = dict(os.environ, PYTHONPATH=str(root), NUMBA_CACHE_DIR=str(folder / "numba-cache"))
-    with open(folder / "stdout", "w") as out, open(folder / "stderr", "w") as err:
-        proc = subprocess.Popen([sys.executable, "-c", MUTANTS, json.dumps(cases)], cwd=root, env=env,
-                                stdout=out, stderr=err)
-    proc.mbsim_cases, proc.mbsim_folder = cases, folder
-    return proc
-
-
-def test_the_suite_fails_on_a_wrong_model(request, tmp_path):
+def test_the_suite_fails_on_a_wrong_model(fresh_folder):
     """The checks above, on the examples that use each registered element kind, with that kind's
     compiled law deliberately wrong (its action's sign flipped; its points at the centres), must fail
     for at least one example each.  In a fresh process whose numba cache is its own, so that the
-    mutants never reach the real cache (started early by tests/conftest.py when it can be)."""
-    import json
-    proc = getattr(request.config, "mbsim_mutants", None) or start_mutants(tmp_path)
-    cases = proc.mbsim_cases
+    mutants never reach the real cache (tests/fresh.py: started early, and the kind written outside
+    mbsim is checked in the same process)."""
+    from tests import fresh
+    cases = _mutations()
     assert all(paths for _, _, paths in cases), [k for k, _, paths in cases if not paths]
-    proc.wait(timeout=900)
-    out, err = ((proc.mbsim_folder / name).read_text() for name in ("stdout", "stderr"))
-    assert proc.returncode == 0, err[-3000:]
-    verdicts = json.loads(out.strip().splitlines()[-1])
+    verdicts = fresh.result(fresh_folder, "mutants")
     assert len(verdicts) == len(cases)
     assert all(v.startswith("caught") for v in verdicts.values()), verdicts
