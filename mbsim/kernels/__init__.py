@@ -130,7 +130,15 @@ def _plain_twin(k: Kernel):
                 for name, value in list(g.items()):
                     if isinstance(value, Kernel):
                         space[name] = value._plain or _plain_twin(value)
+                    elif value is unsigned:
+                        space[name] = _plain_unsigned
         return k._plain
+
+
+def _plain_unsigned(i):
+    """:data:`unsigned` in plain twins: the index as it is (a cast to numpy.uint64 costs plain Python a
+    numpy scalar per array access and buys nothing there; the indices it is for are non-negative)."""
+    return i
 
 
 def _twin_function(f, space: dict):
