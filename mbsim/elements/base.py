@@ -13,7 +13,8 @@ An element kind is one class (one file in this package) that says:
    engine turns them into the state the law sees (below);
 5. ``law`` -- one compiled function: the element at a state (below);
 6. ``blocks`` -- which 3×3 blocks of the law's derivatives can be nonzero (the engine reads no
-   others); ``interpolate`` -- how the generalized-α step evaluates it: ``"state"`` at the
+   others, and gathers ``X_DV`` only for a kind with a block with respect to ḋ, ``X_WA`` and ``X_WB``
+   only for one with a block with respect to ω_A or ω_B); ``interpolate`` -- how the generalized-α step evaluates it: ``"state"`` at the
    α-interpolated state of its points and axes (THEORY §6), ``"forces"`` at t_{n+1} and t_n, the
    forces interpolated (the joints, THEORY §11);
 7. ``unknowns`` / ``unknowns_of(spec)``, ``section`` -- the unknowns of its own each instance

@@ -70,18 +70,17 @@ TANGENTS = {"consistent": CONSISTENT, "seed": SEED}
 # the elements in a step
 # ------------------------------------------------------------------------------------------------
 @njit(cache=True)
-def _prepare_elements(consts, t, bodies, el, wk, zeros):
+def _prepare_elements(t, bodies, el, wk, zeros):
     """The step's constants of the elements, from t_n (``bodies`` = (Λ_n, r_n, v_n, ω_n)): of the kinds
     interpolated by their forces, per instance ``cache[e, 0:12]`` its forces about the centres with λ = 0
-    and ``cache[e, 12(1 + i) …]`` the bodies' row of its own row i's Jacobian G(q_n); of the others, the
-    t_n halves of their α-interpolated state into ``prep`` (:func:`mbsim.mechanics.gather.step_start`).
+    and ``cache[e, 12(1 + i) …]`` the bodies' row of its own row i's Jacobian G(q_n) (the others need
+    nothing: :func:`mbsim.mechanics.gather.interpolated` forms their t_n halves at every iterate).
     ``wk`` as in :func:`_elements` (x, y, dy, arms: a chunk's rows)."""
     start, data, count, mask, interp = el[0], el[2], el[8], el[9], el[10]
-    x, y, dy, arms, res, K1, cache, Gb, prep = wk
+    x, y, dy, arms, res, K1, cache, Gb = wk
     Rn, rn, vn, wn, nodr = bodies
     for kind in range(start.shape[0] - 1):
         if interp[kind] != FORCES:
-            gather.step_start(el, kind, start[kind], start[kind + 1], (Rn, rn, vn, wn), 1.0 - consts[4], prep)
             continue
         for lo in range(start[kind], start[kind + 1], gather.CHUNK):
             hi = min(lo + gather.CHUNK, start[kind + 1])
@@ -128,16 +127,16 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
 
     ``consts`` = (dt, c_a, g, γ, α_f, α_m); ``times`` = (t_n, t_{n+1}); ``it`` = (Λ', Λ_n, r', r_n, δ,
     v', v_n, ω', ω_n, T, Ω) (δ the positions' increments, as the solver holds them); ``own`` = (λ, k,
-    target); ``wk`` = (x, y, dy, arms, res, K1, cache, Gb, prep), the first five a chunk's rows
-    (:data:`mbsim.mechanics.gather.CHUNK`: instance e is row e − lo of its chunk lo …), ``cache`` and
-    ``prep`` every instance's (:func:`_prepare_elements`); ``out`` = (data, R, Q)."""
+    target); ``wk`` = (x, y, dy, arms, res, K1, cache, Gb), the first five a chunk's rows
+    (:data:`mbsim.mechanics.gather.CHUNK`: instance e is row e − lo of its chunk lo …), ``cache`` every
+    instance's (:func:`_prepare_elements`); ``out`` = (data, R, Q)."""
     g, af = consts[2], consts[4]
     tn, t1 = times
     R1, Rn, r1, rn, dr, v1, vn, w1, wn, T, Om = it
     lam, scale, target = own
     start, body, data, first, count, mask, interp, seed = el[0], el[1], el[2], el[7], el[8], el[9], el[10], el[12]
     dofs, pos = elx[6], elx[7]
-    x, y, dy, arms, res, K1, cache, Gb, prep = wk
+    x, y, dy, arms, res, K1, cache, Gb = wk
     tdata, R, Q = out
     direct = pos.shape[0] > 0  # the blocks straight into the solver's storage; else into K1[e] (n, W, W)
     want = DERIVATIVES | JACOBIAN if tangent != NO_TANGENT else VALUES
@@ -153,7 +152,8 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
                 gather.at_state(el, kind, lo, hi, lo, (R1, rn, dr, v1, w1), (lam, target), x, arms, False)
                 f = law(kind, 0, hi - lo, data[lo:hi], x, t1, want, y, dy)
             else:  # at the α-interpolated state (THEORY §6)
-                gather.interpolated(el, kind, lo, hi, lo, (R1, r1, v1, w1), af, prep, (lam, target), x, arms)
+                gather.interpolated(el, kind, lo, hi, lo, (R1, r1, v1, w1), af, (Rn, rn, vn, wn), (lam, target), x,
+                                    arms)
                 f = law(kind, 0, hi - lo, data[lo:hi], x, tn + af * (t1 - tn), want, y, dy)
             if f >= 0 and failed < 0:
                 failed = lo + f
@@ -251,7 +251,7 @@ def _prepare(consts, tn, model, state, pw):
     r, q, v, a, w, al = state
     Rn, a_pred, w_pred, al_pred, Xn, W, A, JW, stiff, ewk, zeros, nodr = pw
     matrices(q, Rn)
-    _prepare_elements(consts, tn, (Rn, r, v, w, nodr), el, ewk, zeros)
+    _prepare_elements(tn, (Rn, r, v, w, nodr), el, ewk, zeros)
     for i in range(r.shape[0]):
         for j in range(3):
             a_pred[i, j] = -v[i, j] / (beta * dt) + (1.0 - 0.5 / beta) * a[i, j]
@@ -577,8 +577,7 @@ def _workspace(plan, params, model, solver, state, max_it):
     arms = np.zeros((n_el, 12))
     nc = min(gather.CHUNK, n_el)  # the step's: a chunk's rows, which stay in the processor's cache
     ewk = (np.zeros((nc, N_X)), np.zeros((nc, N_Y)), np.zeros((nc, N_DY)), np.zeros((nc, 12)), np.zeros((nc, W)),
-           np.zeros((1, W, W)), np.zeros((n_el, 12 * (W - 11))), np.zeros((max(W - 12, 1), 12)),
-           np.zeros((n_el, gather.N_PREP)))
+           np.zeros((1, W, W)), np.zeros((n_el, 12 * (W - 11))), np.zeros((max(W - 12, 1), 12)))
     S = np.empty((6, 3, 3))
     nodr = np.zeros((0, 3))
     zeros = np.zeros(n_own)

@@ -50,13 +50,14 @@ def at_state(el, kind, lo, hi, o, bodies, own, x, arms, gamma):
     of ``x`` and ``arms[:, 0:6]`` (module docstring: the lever arms are the arms the unknowns turn); ``bodies`` = (R, r, dr, v, w):
     rotation matrices, positions, the step's increments of the positions (empty (0, 3) outside a step:
     then r holds the positions themselves), velocities and angular velocities of every body (n_all, ·);
-    ``own`` = (lam, target) of every own unknown.  ḋ, ω_A and ω_B are gathered for a kind whose values
-    depend on them (it declares a derivative block with respect to them) and, with ``gamma``, for a
-    constraint's γ; an axis's motion (X_MOVES) for a kind evaluated at the α-interpolated state in a step
+    ``own`` = (lam, target) of every own unknown.  ḋ is gathered for a kind whose values depend on it
+    (it declares a derivative block with respect to it), ω_A and ω_B for one that declares a block with
+    respect to either, and all three, with ``gamma``, for a constraint's γ; an axis's motion (X_MOVES) for a kind evaluated at the α-interpolated state in a step
     (which reads it)."""
     body, P = el[1], el[3]
     axes, side, n_axes = el[4], el[5], el[6]
-    rates = gamma or rates_of(el[9][kind])
+    dv, ws = rates_of(el[9][kind])
+    dv, ws = dv or gamma, ws or gamma
     moves = el[10][kind] == 0  # (mbsim.elements.base.INTERPOLATE["state"])
     R, r, dr, v, w = bodies
     steps = dr.shape[0] > 0
@@ -75,13 +76,13 @@ def at_state(el, kind, lo, hi, o, bodies, own, x, arms, gamma):
         put(x, i, X_D, ((((r[b, 0] - r[a, 0]) + longer[0]) + shorter[0]) + inc[0],
                         (((r[b, 1] - r[a, 1]) + longer[1]) + shorter[1]) + inc[1],
                         (((r[b, 2] - r[a, 2]) + longer[2]) + shorter[2]) + inc[2]))
-        if rates:
-            wa, wb = row(w, a, 0), row(w, b, 0)
-            ta, tb = cross(wa, zA), cross(wb, zB)
+        if dv:
+            ta, tb = cross(row(w, a, 0), zA), cross(row(w, b, 0), zB)
             put(x, i, X_DV, ((v[b, 0] + tb[0]) - (v[a, 0] + ta[0]), (v[b, 1] + tb[1]) - (v[a, 1] + ta[1]),
                              (v[b, 2] + tb[2]) - (v[a, 2] + ta[2])))
-            put(x, i, X_WA, wa)
-            put(x, i, X_WB, wb)
+        if ws:
+            put(x, i, X_WA, row(w, a, 0))
+            put(x, i, X_WB, row(w, b, 0))
         for k in range(n_axes[e]):
             n = mv(R, b if side[e, k] else a, (axes[e, k, 0], axes[e, k, 1], axes[e, k, 2]))
             put(x, i, X_AXES + 3 * k, n)
@@ -92,77 +93,64 @@ def at_state(el, kind, lo, hi, o, bodies, own, x, arms, gamma):
         put(arms, i, 3, zB)
 
 
+# the bits of :func:`mbsim.elements.base.block_mask` of the blocks with respect to ḋ (p_d, p_A, p_B by
+# ḋ: bits 9, 12, 15) and to ω_A or ω_B (the others from bit 9 on)
+_BY_DV = (1 << 9) | (1 << 12) | (1 << 15)
+_BY_W = ((1 << 18) - (1 << 9)) & ~_BY_DV
+
+
 @njit(cache=True)
 def rates_of(mask):
-    """Whether a kind's values depend on the rates (ḋ, ω_A, ω_B): a derivative block with respect to them
-    declared (:func:`mbsim.elements.base.block_mask`)."""
-    return (mask >> 9) != 0
-
-
-# The t_n halves of the α-interpolated state, per instance, in the rows of ``prep`` (:func:`step_start`):
-# (1−α_f) times r_A,n, r_B,n, z_A,n, z_B,n, ẋ_A,n, ẋ_B,n, ω_A,n, ω_B,n and each axis at t_n.
-P_RA, P_RB, P_ZA, P_ZB, P_VA, P_VB, P_WA, P_WB, P_AXES = 0, 3, 6, 9, 12, 15, 18, 21, 24
-N_PREP = P_AXES + 3 * MAX_AXES
+    """Which rates a kind's values depend on, (ḋ, (ω_A, ω_B)): those it declares a derivative block with
+    respect to (:func:`mbsim.elements.base.block_mask`)."""
+    return (mask & _BY_DV) != 0, (mask & _BY_W) != 0
 
 
 @njit(cache=True)
-def step_start(el, kind, lo, hi, bodies, bf, prep):
-    """The t_n halves of the α-interpolated state of instances ``lo … hi−1`` of kind ``kind`` into
-    ``prep[e]`` (the offsets ``P_*``), once per step: ``bodies`` = (Λ_n, r_n, v_n, ω_n), ``bf`` = 1 − α_f.
-    :func:`interpolated` adds them to the t_{n+1} halves at every iterate (the same products, summed in
-    the same order, as if they were formed there)."""
-    body, P = el[1], el[3]
-    axes, side, n_axes = el[4], el[5], el[6]
-    Rn, rn, vn, wn = bodies
-    rates = rates_of(el[9][kind])
-    for e in range(lo, hi):
-        a, b = body[e, 0], body[e, 1]
-        zAn, zBn = mv(Rn, a, row(P, e, 0)), mv(Rn, b, row(P, e, 3))
-        put(prep, e, P_RA, scale(bf, row(rn, a, 0)))
-        put(prep, e, P_RB, scale(bf, row(rn, b, 0)))
-        put(prep, e, P_ZA, scale(bf, zAn))
-        put(prep, e, P_ZB, scale(bf, zBn))
-        if rates:
-            wAn, wBn = row(wn, a, 0), row(wn, b, 0)
-            put(prep, e, P_VA, scale(bf, add(row(vn, a, 0), cross(wAn, zAn))))
-            put(prep, e, P_VB, scale(bf, add(row(vn, b, 0), cross(wBn, zBn))))
-            put(prep, e, P_WA, scale(bf, wAn))
-            put(prep, e, P_WB, scale(bf, wBn))
-        for k in range(n_axes[e]):
-            put(prep, e, P_AXES + 3 * k, scale(bf, mv(Rn, b if side[e, k] else a, (axes[e, k, 0], axes[e, k, 1],
-                                                                                axes[e, k, 2]))))
-
-
-@njit(cache=True)
-def interpolated(el, kind, lo, hi, o, bodies, af, prep, own, x, arms):
+def interpolated(el, kind, lo, hi, o, bodies, af, start, own, x, arms):
     """The state of instances ``lo … hi−1`` of kind ``kind`` at the α-interpolated state of a step into the
-    rows ``e − o`` of ``x`` and ``arms`` (module docstring); ``bodies`` = (Λ', r', v', ω') at t_{n+1}, ``af`` =
-    α_f, ``prep`` the t_n halves (:func:`step_start`).  The rates (ḋ, ω_A, ω_B) only for a kind whose values
-    depend on them (:func:`rates_of`)."""
+    rows ``e − o`` of ``x`` and ``arms`` (module docstring); ``bodies`` = (Λ', r', v', ω') at t_{n+1},
+    ``start`` = (Λ_n, r_n, v_n, ω_n) at t_n, ``af`` = α_f.  ḋ and (ω_A, ω_B) only for a kind whose values
+    depend on them (:func:`rates_of`); a kind without points (it acts at the centres) has zero arms.  The
+    t_n halves are formed again at every iterate, from the bodies' rows (which stay in cache at any
+    size), not read from a per-instance copy (which at a thousand bodies does not)."""
     body, P = el[1], el[3]
     axes, side, n_axes = el[4], el[5], el[6]
     R1, r1, v1, w1 = bodies
-    rates = rates_of(el[9][kind])
+    Rn, rn, vn, wn = start
+    bf = 1.0 - af
+    dv, ws = rates_of(el[9][kind])
+    points = el[11][kind] != 0
+    zero = (0.0, 0.0, 0.0)
     for e in range(lo, hi):
         a, b = body[e, 0], body[e, 1]
         i = e - o
-        zA1, zB1 = mv(R1, a, row(P, e, 0)), mv(R1, b, row(P, e, 3))
-        zAa = mix(af, zA1, 1.0, row(prep, e, P_ZA))
-        zBa = mix(af, zB1, 1.0, row(prep, e, P_ZB))
-        rA, rB = mix(af, row(r1, a, 0), 1.0, row(prep, e, P_RA)), mix(af, row(r1, b, 0), 1.0, row(prep, e, P_RB))
+        zA1 = zB1 = zAn = zBn = zAa = zBa = zero
+        if points:
+            ZA, ZB = row(P, e, 0), row(P, e, 3)
+            zA1, zB1 = mv(R1, a, ZA), mv(R1, b, ZB)
+            zAn, zBn = mv(Rn, a, ZA), mv(Rn, b, ZB)
+            zAa = mix(af, zA1, 1.0, scale(bf, zAn))
+            zBa = mix(af, zB1, 1.0, scale(bf, zBn))
+        rA = mix(af, row(r1, a, 0), 1.0, scale(bf, row(rn, a, 0)))
+        rB = mix(af, row(r1, b, 0), 1.0, scale(bf, row(rn, b, 0)))
         xA = (rA[0] + zAa[0], rA[1] + zAa[1], rA[2] + zAa[2])
         xB = (rB[0] + zBa[0], rB[1] + zBa[1], rB[2] + zBa[2])
         put(x, i, X_D, (xB[0] - xA[0], xB[1] - xA[1], xB[2] - xA[2]))
-        if rates:
-            wA1, wB1 = row(w1, a, 0), row(w1, b, 0)
-            uA = mix(af, add(row(v1, a, 0), cross(wA1, zA1)), 1.0, row(prep, e, P_VA))
-            uB = mix(af, add(row(v1, b, 0), cross(wB1, zB1)), 1.0, row(prep, e, P_VB))
+        wA1, wB1 = row(w1, a, 0), row(w1, b, 0)
+        wAn, wBn = row(wn, a, 0), row(wn, b, 0)
+        if dv:
+            uA = mix(af, add(row(v1, a, 0), cross(wA1, zA1)), 1.0, scale(bf, add(row(vn, a, 0), cross(wAn, zAn))))
+            uB = mix(af, add(row(v1, b, 0), cross(wB1, zB1)), 1.0, scale(bf, add(row(vn, b, 0), cross(wBn, zBn))))
             put(x, i, X_DV, (uB[0] - uA[0], uB[1] - uA[1], uB[2] - uA[2]))
-            put(x, i, X_WA, mix(af, wA1, 1.0, row(prep, e, P_WA)))
-            put(x, i, X_WB, mix(af, wB1, 1.0, row(prep, e, P_WB)))
+        if ws:
+            put(x, i, X_WA, mix(af, wA1, 1.0, scale(bf, wAn)))
+            put(x, i, X_WB, mix(af, wB1, 1.0, scale(bf, wBn)))
         for k in range(n_axes[e]):
-            n1 = mv(R1, b if side[e, k] else a, (axes[e, k, 0], axes[e, k, 1], axes[e, k, 2]))
-            put(x, i, X_AXES + 3 * k, mix(af, n1, 1.0, row(prep, e, P_AXES + 3 * k)))
+            c = b if side[e, k] else a
+            m = (axes[e, k, 0], axes[e, k, 1], axes[e, k, 2])
+            n1 = mv(R1, c, m)
+            put(x, i, X_AXES + 3 * k, mix(af, n1, 1.0, scale(bf, mv(Rn, c, m))))
             put(x, i, X_MOVES + 3 * k, n1)
         _own(el, e, i, own, x)
         put(arms, i, 0, zAa)
