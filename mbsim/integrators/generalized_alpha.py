@@ -151,6 +151,7 @@ class GeneralizedAlpha:
         self._bodies = (nm, model.mass, model.inertia, model.j_max, arm[:nm], model.gravity, order)
         self._hist = np.zeros(2 * spec.max_iterations + 2)
         self._R = np.zeros(model.ndof)
+        self._work = ks.instance_work(mech.work, mech.elx[6].shape[1])
         self.timing = {"compiled steps": 0.0}  # wall time in the compiled loop [s]
         self.clock = time.perf_counter
 
@@ -367,7 +368,7 @@ class GeneralizedAlpha:
         plan = (nframes, spf, frames, float(dt), ks.TANGENTS[self.spec.tangent])
         solver = (mech.solver.lu, mech.assembler.body_pos, mech.assembler.size) + mech.lu
         return (plan, b["params"], (self._bodies, mech.el, mech.elx), b["loads"], solver, b["test"], b["state"],
-                b["report"], buffers)
+                b["report"], buffers, self._work)
 
     def _after_block(self, s: State, b: dict, t: float, steps: int) -> State:
         """Count the work of a compiled block (``steps`` steps kept) and return its final state at time ``t``."""
@@ -474,7 +475,7 @@ class GeneralizedAlpha:
         out = (R, Q, data, it, pred, np.zeros((el.n, el.width, el.width) if blocks else (0, el.width, el.width)))
         inc = (np.array(d, dtype=float), np.array(th, dtype=float))
         plan = args[0][:4] + (ks.TANGENTS[tangent] if tangent else ks.NO_TANGENT,)
-        return (plan, *args[1:5], b["state"], inc, lam1, out), out
+        return (plan, *args[1:5], b["state"], inc, lam1, out, self._work), out
 
     def predict(self, s: State, dt: float):
         """Where the Newton iteration of the step from ``s`` by ``dt`` starts (docs/newton.md): the increments
@@ -484,7 +485,8 @@ class GeneralizedAlpha:
         n = self.model.n_all
         d, th = np.zeros((n, 3)), np.zeros((n, 3))
         args = self._arguments(b, 1, 1, False, dt)
-        ks.predict(args[0], args[1], args[2], args[4], b["state"], (d, th), np.empty(self.model.elements.n_unknowns))
+        ks.predict(args[0], args[1], args[2], args[4], b["state"], (d, th), np.empty(self.model.elements.n_unknowns),
+                   self._work)
         return d, th
 
     @staticmethod

@@ -544,10 +544,21 @@ def _power(el, elx, bodies, own, t, work):
     return power
 
 
+def instance_work(shared, width: int) -> tuple:
+    """The work arrays with a row per element instance, made once per integrator (plain Python): ``shared``
+    = (x, y, dy, arms), the mechanism's (:attr:`mbsim.mechanics.mechanism.Mechanism.work`), with the joints'
+    forces and Jacobian at the step's start (:func:`_prepare_elements`) and the constrained equations' rows
+    (``width`` = W).  Allocated at every call, they cost a thousand-link chain 8 MB zeroed per block of
+    frames, and per step where the steps are taken one by one."""
+    n = shared[0].shape[0]
+    return tuple(shared) + (np.zeros((n, 12 * (width - 11))), np.zeros((n, width)))
+
+
 @njit(cache=True, allocates=True)
-def _workspace(plan, params, model, solver, state, max_it):
-    """Every work array of a call, allocated once: ``(consts, mdl, it, pred, Xn, inc, ewk, S, pw, data, Ktt, nwk,
-    lam1, scale, cwk, fwk, xs, saved)`` (their uses: the phases above)."""
+def _workspace(plan, params, model, solver, state, max_it, work):
+    """Every work array of a call, allocated once (those with a row per element instance are ``work``,
+    :func:`instance_work`): ``(consts, mdl, it, pred, Xn, inc, ewk, S, pw, data, Ktt, nwk, lam1, scale, cwk,
+    fwk, xs, saved)`` (their uses: the phases above)."""
     dt = plan[3]
     af, am, beta, gamma = params
     bodies, el, elx = model
@@ -573,11 +584,10 @@ def _workspace(plan, params, model, solver, state, max_it):
     pred = (np.empty((n_all, 3)), np.empty((n_all, 3)), np.empty((n_all, 3)))
     Xn = np.empty((nm, 3))
     inc = (np.zeros((n_all, 3)), np.zeros((n_all, 3)))
-    x, y, dy = np.zeros((n_el, N_X)), np.zeros((n_el, N_Y)), np.zeros((n_el, N_DY))  # every instance's
-    arms = np.zeros((n_el, 12))
+    x, y, dy, arms, cache, cres = work  # every instance's
     nc = min(gather.CHUNK, n_el)  # the step's: a chunk's rows, which stay in the processor's cache
     ewk = (np.zeros((nc, N_X)), np.zeros((nc, N_Y)), np.zeros((nc, N_DY)), np.zeros((nc, 12)), np.zeros((nc, W)),
-           np.zeros((1, W, W)), np.zeros((n_el, 12 * (W - 11))), np.zeros((max(W - 12, 1), 12)))
+           np.zeros((1, W, W)), cache, np.zeros((max(W - 12, 1), 12)))
     S = np.empty((6, 3, 3))
     nodr = np.zeros((0, 3))
     zeros = np.zeros(n_own)
@@ -597,7 +607,7 @@ def _workspace(plan, params, model, solver, state, max_it):
     mdl = (bodies, el, elx, body_pos, krr)
     kinds = np.ones(n_kinds, np.int64)
     cwk = (np.empty((n_all, 3, 3)), np.empty(nm), np.empty((nm, 3, 3)), R, Q, du, sw, x, y, dy, arms, ewk[5],
-           np.zeros((n_el, W)), ewk[7], kinds, zeros, nodr)
+           cres, ewk[7], kinds, zeros, nodr)
     fwk = (np.empty((n_all, 3, 3)), x, y, dy, arms, kinds, np.empty(9), nodr)
     saved = (np.empty_like(r), np.empty_like(q), np.empty_like(v), np.empty_like(a), np.empty_like(w), np.empty_like(al),
              np.empty_like(energy), np.empty(n_own), np.empty((n_all, 3)), np.empty((n_all, 3)))
@@ -606,7 +616,7 @@ def _workspace(plan, params, model, solver, state, max_it):
 
 
 @njit(cache=True, allocates=True)
-def evaluate(plan, params, model, loads, solver, state, inc, lam, out):
+def evaluate(plan, params, model, loads, solver, state, inc, lam, out, work):
     """The residual (and with ``plan[4]`` the tangent) of the first step of ``loads`` from ``state`` at the
     iterate with increments ``inc`` = (d, θ) and own unknowns ``lam``: the step's preparation
     (:func:`_prepare`) and :func:`_evaluate`, as the loop runs them.  ``out`` = (R, Q, data, it, pred,
@@ -617,7 +627,7 @@ def evaluate(plan, params, model, loads, solver, state, inc, lam, out):
     undefined there, or −1."""
     tangent = plan[4]
     consts, mdl, _, _, Xn, _, ewk, S, pw, (_, _, _, Ktt), _, _, scale, _, _, _, _, _ = \
-        _workspace(plan, params, model, solver, state, 1)
+        _workspace(plan, params, model, solver, state, 1, work)
     F_alpha, M_alpha, TG, TT = loads[0], loads[1], loads[4], loads[7]
     r, q, v, a, w, al = state[0], state[1], state[2], state[3], state[4], state[5]
     R, Q, data, it, pred, blocks = out
@@ -631,16 +641,16 @@ def evaluate(plan, params, model, loads, solver, state, inc, lam, out):
 
 
 @njit(cache=True, allocates=True)
-def predict(plan, params, model, solver, state, inc, lam1):
+def predict(plan, params, model, solver, state, inc, lam1, work):
     """Where the Newton iteration of a step from ``state`` starts (:func:`_predict`): the increments into
     ``inc`` = (d, θ) and the own unknowns into ``lam1``."""
-    consts, mdl, _, _, _, _, _, _, pw, _, _, _, _, _, _, _, _, _ = _workspace(plan, params, model, solver, state, 1)
+    consts, mdl, _, _, _, _, _, _, pw, _, _, _, _, _, _, _, _, _ = _workspace(plan, params, model, solver, state, 1, work)
     r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = state
     _predict(consts, model[0][0], (v, a, w, al, lam), (a_prev, al_prev, prev_dt, lam_prev, lam_gap), inc, lam1)
 
 
 @njit(cache=True, allocates=True)
-def run(plan, params, model, loads, solver, test, state, report, frames):
+def run(plan, params, model, loads, solver, test, state, report, frames, work):
     """``nframes`` blocks of ``spf`` steps (the module docstring: its phases and its arguments); with
     ``frames``, each block starts with a fresh tangent and no predictor history and ends with the frame
     checks and quantities.  Returns the blocks completed; ``status`` (in ``report``) says why fewer:
@@ -652,7 +662,8 @@ def run(plan, params, model, loads, solver, test, state, report, frames):
 
     At every frame boundary ``λ`` holds the joints' multipliers of the state from the constrained
     equations (THEORY §11, reactions): the frame's reactions, and the next step's Newton start.
-    Every work array is allocated here, once per call."""
+    Every work array is allocated here, once per call, but those with a row per element instance (``work``,
+    :func:`instance_work`)."""
     nframes, spf, with_frames, dt, tangent = plan[0], plan[1], plan[2], plan[3], plan[4]
     bodies, el, elx = model
     nm, mass, Jb, gravity, order = bodies[0], bodies[1], bodies[2], bodies[5], bodies[6]
@@ -664,7 +675,7 @@ def run(plan, params, model, loads, solver, test, state, report, frames):
     n_all = r.shape[0]
     n_own = lam.shape[0]
     consts, mdl, it, pred, Xn, inc, ewk, S, pw, out, nwk, lam1, scale, cwk, fwk, xs, saved, sw = \
-        _workspace(plan, params, model, solver, state, max_it)
+        _workspace(plan, params, model, solver, state, max_it, work)
     data, R = out[0], out[1]
     x, y, dy, arms = ewk[0], ewk[1], ewk[2], ewk[3]
     Rn, nodr = pw[0], pw[11]

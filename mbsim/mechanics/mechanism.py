@@ -117,6 +117,12 @@ class Mechanism:
         self._lu = (np.zeros(self._solver.factor_size), np.zeros(model.ndof, np.int64), np.zeros(2))
 
     @property
+    def work(self) -> tuple:
+        """(x, y, dy, arms): every element instance's rows of an evaluation (:mod:`mbsim.elements.base`),
+        the work arrays of :meth:`evaluate` and of the integrators' compiled loops (one thread at a time)."""
+        return self._work
+
+    @property
     def assembler(self) -> Assembler:
         """The scatter maps of the Newton system (:class:`mbsim.mechanics.assembly.Assembler`)."""
         if self._solver is None:
