@@ -1,8 +1,9 @@
 """The process that compiles mbsim afresh, started early in a test session and waited for by its tests.
 
-Two tests need every kernel compiled in a process of their own, with a numba cache of its own (about a
-minute on 2 cores): the regression mutants (tests/regression/test_regression.py) and the kind written
-outside mbsim (tests/integration/test_plugin.py).  One process, tests/fresh_process.py, serves both:
+Three tests need every kernel compiled in a process of their own, with a numba cache of its own (about a
+minute on 2 cores): the regression mutants (tests/regression/test_regression.py), the kind written
+outside mbsim (tests/integration/test_plugin.py) and two runs in two threads, one of them on the cold
+cache (tests/integration/test_first_run.py).  One process, tests/fresh_process.py, serves all three:
 tests/conftest.py starts it as soon as either test is collected, so that it compiles while the other tests
 run; with pytest-xdist the first worker to collect it starts it (``claim``), and whichever worker runs a
 test waits for it through files: the process's stdout, stderr and, when it has ended, its exit status.
@@ -15,7 +16,8 @@ import sys
 import time
 from pathlib import Path
 
-TESTS = ("test_the_suite_fails_on_a_wrong_model", "test_a_force_element_written_outside_mbsim")
+TESTS = ("test_the_suite_fails_on_a_wrong_model", "test_a_force_element_written_outside_mbsim",
+         "test_two_simulations_in_two_threads_one_on_a_cold_cache_both_give_the_compiled_answer")
 FOLDER = "fresh"
 
 _WRAPPER = ("import subprocess, sys; "

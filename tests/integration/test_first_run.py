@@ -20,6 +20,7 @@ import h5py
 import numpy as np
 
 from mbsim.cli import main
+from tests import fresh
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -100,81 +101,79 @@ def test_a_first_run_is_interpreted_and_its_results_are_the_compiled_ones_bit_fo
         assert np.array_equal(a[k], b[k], equal_nan=True), k
 
 
-TWO_THREADS = r"""
-import json, os, pathlib, signal, sys, threading
-import numpy as np
-from mbsim import compiling, kernels
-from mbsim.driver import run
-from mbsim.integrators import step as stepper
-from mbsim.scenario import load_scenario
-
-sc = load_scenario(sys.argv[1])
-cold_policy, out = sys.argv[2], sys.argv[3]
-results, notes, errors = {}, {"cold": [], "compiled": []}, []
-decided = threading.Event()  # the cold thread's run has chosen plain Python: the other may start compiling
+TWO_THREADS = "two-threads"  # the fresh process's files: TWO_THREADS.yaml (the scenario), .npz (the frames)
 
 
-def simulate(name, policy):
-    def notify(text):
-        notes[name].append(text)
-        decided.set()
+def two_threads(folder) -> dict:
+    """In the fresh process of the test session (tests/fresh.py: mbsim not compiled yet, a numba cache of
+    its own), before anything else compiles: a run that goes plain Python on the cold cache (the default
+    policy) in one thread, and, once it has chosen, a run that compiles the kernels in the foreground in
+    another; their frames into ``folder``/TWO_THREADS.npz.  Returns the runs' notices and any faked
+    sys.modules entry."""
+    import pathlib
+
+    from mbsim import compiling, kernels
+    from mbsim.driver import run
+    from mbsim.integrators import step as stepper
+    from mbsim.scenario import load_scenario
+
+    folder = pathlib.Path(folder)
+    scen = folder / f"{TWO_THREADS}.yaml"
+    scen.write_text(PENDULUM.replace("end: 5.0", "end: 1.0"))
+    sc = load_scenario(str(scen))
+    results, notes, errors = {}, {"cold": [], "compiled": []}, []
+    decided = threading.Event()  # the cold thread's run has chosen plain Python: the other may start compiling
+
+    def simulate(name, policy):
+        def notify(text):
+            notes[name].append(text)
+            decided.set()
+        try:
+            with compiling.policy(policy):
+                results[name] = run(sc, write=False, keep_frames=True, notify=notify).frames_data
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        finally:
+            decided.set()
+
+    cache = os.environ["NUMBA_CACHE_DIR"]
     try:
-        with compiling.policy(policy):
-            results[name] = run(sc, write=False, keep_frames=True, notify=notify).frames_data
-    except BaseException as exc:
-        errors.append(f"{name}: {type(exc).__name__}: {exc}")
+        cold = threading.Thread(target=simulate, args=("cold", COLD))
+        cold.start()
+        decided.wait(300)
+        # the background compilation the cold run started is not this test's business: the foreground one
+        # here is (two compilations on two CPUs would each take twice as long); the cold run goes on as
+        # plain Python until the foreground compilation marks the cache ready
+        _stop_background(cache)
+        compiled = threading.Thread(target=simulate, args=("compiled", "compile"))
+        compiled.start()
+        cold.join()
+        compiled.join()
     finally:
-        decided.set()
+        _stop_background(cache)
+    assert not errors, errors
+    assert vars(stepper)["run"] is stepper.run and isinstance(stepper.run, kernels.Kernel)  # globals as they were
+    assert not kernels.PLAIN.get()
+    assert stepper.run._dispatcher is not None and stepper.run._dispatcher.signatures  # compiled in this process
+    faked = [k for k, v in sys.modules.items() if v is None]
+    np.savez(folder / f"{TWO_THREADS}.npz", **{f"{n}:{k}": v for n, d in results.items() for k, v in d.items()})
+    return {"notes": notes, "faked": faked}
 
 
-cold = threading.Thread(target=simulate, args=("cold", cold_policy))
-cold.start()
-decided.wait(300)
-# the background compilation the cold run started is not this test's business: the foreground one here
-# is (two compilations on two CPUs would each take twice as long); the cold run goes on as plain Python
-# until the foreground compilation marks the cache ready
-for lock in pathlib.Path(os.environ["NUMBA_CACHE_DIR"]).rglob("mbsim-compiling-*"):
-    try:
-        os.kill(int(lock.read_text()), signal.SIGKILL)
-    except (OSError, ValueError):
-        pass
-compiled = threading.Thread(target=simulate, args=("compiled", "compile"))
-compiled.start()
-cold.join()
-compiled.join()
-assert not errors, errors
-assert vars(stepper)["run"] is stepper.run and isinstance(stepper.run, kernels.Kernel)  # globals as they were
-assert not kernels.PLAIN.get()
-assert stepper.run._dispatcher is not None and stepper.run._dispatcher.signatures  # compiled in this process
-faked = [k for k, v in sys.modules.items() if v is None]
-np.savez(out, **{f"{n}:{k}": v for n, d in results.items() for k, v in d.items()})
-print(json.dumps({"notes": notes, "faked": faked}))
-"""
-
-
-def test_two_simulations_in_two_threads_one_on_a_cold_cache_both_give_the_compiled_answer(tmp_path):
+def test_two_simulations_in_two_threads_one_on_a_cold_cache_both_give_the_compiled_answer(fresh_folder):
     """Issue 27 item 4: in one process on a cold cache, one thread's run goes plain Python (and starts the
     background compilation) while the other compiles the kernels in the foreground meanwhile, and runs
     them; numba compiling in one thread must see the kernels, not the other thread's plain functions,
-    and both runs give the compiled numbers.  In a process of its own with a numba cache of its own,
-    so that the test session's state is not touched."""
-    import json
-    scen = tmp_path / "pendulum.yaml"
-    scen.write_text(PENDULUM.replace("end: 5.0", "end: 1.0"))
-    cache = tmp_path / "empty-cache"
-    out = tmp_path / "frames.npz"
-    try:
-        done = subprocess.run([sys.executable, "-c", TWO_THREADS, str(scen), COLD, str(out)], cwd=tmp_path,
-                              capture_output=True, text=True, env=_env(cache, MBSIM_FIRST_RUN="compile"), timeout=900)
-    finally:
-        _stop_background(cache)
-    assert done.returncode == 0, done.stderr[-3000:]
-    report = json.loads(done.stdout.strip().splitlines()[-1])
+    and both runs give the compiled numbers.  In a process of its own with a numba cache of its own, so
+    that the test session's state is not touched: the session's fresh process (tests/fresh.py), whose
+    first compilation this is (:func:`two_threads`)."""
+    report = fresh.result(fresh_folder, "two_threads")
+    assert "error" not in report, report
     assert any("running uncompiled" in n for n in report["notes"]["cold"]), report
     assert report["notes"]["compiled"] and all("compiling the numerical kernels" in n
                                                for n in report["notes"]["compiled"]), report
     assert report["faked"] == []
-    frames = np.load(out)
+    frames = np.load(fresh_folder / f"{TWO_THREADS}.npz")
     cold = {k.split(":", 1)[1]: v for k, v in frames.items() if k.startswith("cold:")}
     compiled = {k.split(":", 1)[1]: v for k, v in frames.items() if k.startswith("compiled:")}
     assert len(compiled["bodies/position"]) == 101
@@ -182,7 +181,8 @@ def test_two_simulations_in_two_threads_one_on_a_cold_cache_both_give_the_compil
     # and the compiled answer of the test session's own process (its warm cache)
     from mbsim.driver import run
     from mbsim.scenario import load_scenario
-    _same(run(load_scenario(str(scen)), write=False, keep_frames=True).frames_data, compiled)
+    _same(run(load_scenario(str(fresh_folder / f"{TWO_THREADS}.yaml")), write=False, keep_frames=True).frames_data,
+          compiled)
 
 
 def test_a_plain_run_and_compiled_runs_step_at_the_same_time_in_two_threads():
