@@ -30,7 +30,7 @@ from ..elements.base import MAX_AXES, X_AXES, X_D, X_DV, X_LAM, X_MOVES, X_TARGE
 from ..kernels import njit
 from ..kernels.vec import add, cross, dot, mix, mv, put, row, scale
 
-CHUNK = 32  # instances gathered, evaluated and used at a time
+CHUNK = 64  # instances gathered, evaluated and used at a time
 
 
 @njit(cache=True)
