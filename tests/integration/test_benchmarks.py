@@ -4,6 +4,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parents[2]
 
 
@@ -54,3 +56,17 @@ def test_sweep_benchmark_prints_its_table():
     for name in ("plain loop, 1 process", "dask, 1 worker"):
         assert re.search(rf"^{re.escape(name)}\s+\d+\.\d+\s+\d+\.\d+", r.stdout, re.M), r.stdout
     assert "Dask overhead per case" in r.stdout
+
+
+def test_old_vs_new_alternates_two_checkouts():
+    """The same checkout as old and new: a row per benchmark and N, with its ratio."""
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "old_vs_new.py"), str(ROOT), str(ROOT), "--n", "1",
+                        "--repeats", "2", "--seconds", "0.1", "--steps-scale", "0.001"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    rows = [ln.split() for ln in r.stdout.splitlines() if re.match(r"(chain|joint chain)\s+1\s", ln)]
+    assert len(rows) == 2, r.stdout
+    for row in rows:
+        first = 3 if row[0] == "joint" else 2  # after the benchmark's name and N
+        old, new, ratio = (float(x) for x in row[first:first + 3])
+        assert old > 0 and new > 0 and ratio == pytest.approx(new / old, rel=2e-3)
