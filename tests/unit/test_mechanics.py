@@ -192,3 +192,55 @@ def test_a_compound_pendulum_gets_its_stiffness_from_the_reaction():
 def test_every_registered_kind_is_covered():
     covered = {c.split(":")[0] for c in _every_kind_cases()} | {k.type for k in ELEMENTS if k.section == "joints"}
     assert {k.type for k in ELEMENTS} <= covered | {"joint"}
+
+
+@pytest.mark.parametrize("d, axis", [(0.5, [0, 1, 0]), (1.2, [0.6, 0.0, 0.8])])
+def test_the_reactions_stiffness_gives_a_compound_pendulum_its_frequency(d, axis):
+    """THEORY §12: a body hanging at rest from a revolute joint, linearized through the public API (the
+    multipliers from Mechanism.constrained, K and G from Mechanism.evaluate, K reduced on G's null space)
+    has ω² = m g d / I_pivot: its whole restoring stiffness is the geometric stiffness of the reaction,
+    ∂(Gᵀλ)/∂q; without it the frequency would be zero."""
+    import scipy.linalg as sl
+    from mbsim.scenario import scenario_from_dict
+    m, g = 2.0, 9.81
+    inertia = np.array([0.03, 0.05, 0.04])  # principal, body axes = world axes
+    sc = scenario_from_dict({
+        "mbsim": 1, "name": "compound", "gravity": [0, 0, -g], "time": {"end": 0.01, "step": 0.001},
+        "bodies": [{"name": "b", "mass": m, "inertia": inertia.tolist(), "position": [0, 0, -d]}],
+        "joints": [{"name": "h", "type": "revolute", "bodies": ["world", "b"], "point": [0, 0, 0], "axis": axis}]})
+    mech = Mechanism(Model(sc))
+    a, lam = mech.constrained(mech.state())
+    assert np.abs(a).max() < 1e-12  # an equilibrium: at rest, no acceleration
+    ev = mech.evaluate(mech.state(lam=lam), derivatives=True)
+    N = sl.null_space(ev.G.toarray())
+    assert N.shape[1] == 1  # one degree of freedom
+    w2 = sl.eigh(N.T @ ev.K.toarray() @ N, N.T @ ev.M.toarray() @ N, eigvals_only=True)
+    u = np.asarray(axis, float) / np.linalg.norm(axis)
+    i_pivot = u @ np.diag(inertia) @ u + m * d * d * (1.0 - u[2] ** 2)  # about the axis through the pivot
+    d_eff = d * np.sqrt(1.0 - u[2] ** 2)  # the arm perpendicular to the axis
+    assert w2[0] == pytest.approx(m * g * d_eff * np.sqrt(1.0 - u[2] ** 2) / i_pivot, rel=1e-12)
+    without = N.T @ (ev.K.toarray() - _reaction_stiffness(mech, lam)) @ N
+    assert abs(without[0, 0]) < 1e-9 * abs((N.T @ ev.K.toarray() @ N)[0, 0])
+
+
+def _reaction_stiffness(mech, lam):
+    """∂(G(q)ᵀλ)/∂q by central differences of ``Evaluation.constraint`` (Gᵀλ) at fixed λ (the rest of K is
+    zero for a body under gravity alone)."""
+    s0 = mech.state(lam=lam)
+    n = 6 * mech.model.n_moving
+    K = np.zeros((n, n))
+    h = 1e-6
+    for j in range(n):
+        cols = []
+        for sign in (1.0, -1.0):
+            r, q = s0.r.copy(), s0.q.copy()
+            body, k = divmod(j, 6)
+            if k < 3:
+                r[body, k] += sign * h
+            else:
+                th = np.zeros((len(q), 3))
+                th[body, k - 3] = sign * h
+                q = _rotate(q, th)
+            cols.append(mech.evaluate(dataclasses.replace(s0, r=r, q=q)).constraint)
+        K[:, j] = (cols[0] - cols[1]) / (2 * h)
+    return K
