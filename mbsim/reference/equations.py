@@ -38,6 +38,7 @@ from typing import NamedTuple, Optional
 
 import numpy as np
 from scipy import sparse
+from scipy.linalg import qr
 from scipy.linalg.lapack import dtrtrs
 
 from mbsim.scenario.spec import DRIVEN, WORLD, Constant, Scenario
@@ -876,6 +877,15 @@ class EquationsOfMotion:
         factors of Bᵀ instead, ``B Bᵀ = RᵀR`` (~0.08 ms, the same accuracy,
         cond(B)·ε); it falls back to the SVD where R's diagonal says that
         rows have become dependent (|R_kk| ≤ RCOND max |R_kk|).
+
+        With dependent rows (A02: 120 of 605) the same minimum-norm λ comes
+        from a complete orthogonal decomposition, at a third of the SVD's
+        cost (20 against 56 ms at 605 × 486): the QR of Bᵀ with column
+        pivoting, ``Bᵀ Π = Q [R₁; 0]`` with R₁ (r × m) its first r rows,
+        r = the rows above RCOND on its diagonal, gives ``Π B Bᵀ Πᵀ = R₁ᵀR₁``
+        and ``(R₁ᵀR₁)⁺ = Z T⁻ᵀ T⁻¹ Zᵀ`` from the QR ``R₁ᵀ = Z T``.  Only
+        when r is the rank the SVD found at t = 0 (m − n_dependent); else
+        the SVD decides.
         """
         n = self.n_moving
         gb = g.reshape(-1, n, 2, 3)
@@ -889,6 +899,17 @@ class EquationsOfMotion:
             if diag.min() > self.RCOND * diag.max():
                 half, _ = dtrtrs(tri, rhs, trans=1)  # Rᵀ z = rhs, then R λ = z (LAPACK directly:
                 return dtrtrs(tri, half)[0]  # scipy.linalg.solve_triangular costs 20 µs in checks)
+        if self.n_dependent and b.shape[0]:
+            _, r1, piv = qr(b.T, mode="economic", pivoting=True, check_finite=False)
+            diag = np.abs(np.diagonal(r1))
+            rank = int(np.count_nonzero(diag > self.RCOND * diag[0])) if diag.size and diag[0] else 0
+            if rank == b.shape[0] - self.n_dependent and rank > 0:
+                z, t = np.linalg.qr(r1[:rank].T)  # R₁ᵀ = Z T, Z (m, r), T (r, r)
+                u, _ = dtrtrs(t, z.T @ rhs[piv])  # T u = Zᵀ Π rhs
+                v, _ = dtrtrs(t, u, trans=1)  # Tᵀ v = u
+                lam = np.empty(b.shape[0])
+                lam[piv] = z @ v
+                return lam
         u, sv, _ = np.linalg.svd(b, full_matrices=False)
         if sv.size == 0 or sv[0] == 0.0:
             return np.zeros(g.shape[0])

@@ -479,3 +479,27 @@ def test_drift_stays_at_round_off_with_projection():
         e = s.kinetic + s.potential
         np.testing.assert_allclose(e, e[0], rtol=0, atol=1e-9)
     np.testing.assert_allclose(held.position, free.position, rtol=0, atol=1e-9)
+
+
+@pytest.mark.parametrize("name", ["iftomm_a02_four_bars", "iftomm_a03_andrews", "iftomm_a04_bricard"])
+def test_dependent_rows_minimum_norm_multipliers_match_the_svd(name):
+    """With dependent rows the reference takes the minimum-norm λ of (G M⁻¹ Gᵀ) λ = rhs from a complete
+    orthogonal decomposition (pivoted QR), not the SVD: the same λ to round-off, for a right-hand side in
+    G's range and for one that is not (the least-squares one), at the example's initial state."""
+    from pathlib import Path
+
+    from mbsim.scenario import load_scenario
+    eom = equations_of_motion(load_scenario(str(Path(__file__).resolve().parents[2] / "scenarios" / f"{name}.yaml")))
+    assert eom.n_dependent > 0
+    kin = eom._kinematics(eom.y0)
+    g = eom._jacobian(eom._joint_rows(kin, 0.0)[0])
+    w = eom._metric(kin)
+    rng = np.random.default_rng(3)
+    for rhs in (g @ rng.normal(size=g.shape[1]), rng.normal(size=g.shape[0])):
+        cod = eom._multipliers(g, w, rhs)
+        n_dependent, eom.n_dependent = eom.n_dependent, -1  # a rank the decomposition never finds: the SVD
+        try:
+            svd = eom._multipliers(g, w, rhs)
+        finally:
+            eom.n_dependent = n_dependent
+        assert np.abs(cod - svd).max() <= 1e-11 * np.abs(svd).max()
