@@ -26,7 +26,7 @@ from typing import Optional
 import numpy as np
 
 from ..mechanics import frames as kfr
-from ..mechanics.mechanism import Mechanism, SingularJoints  # noqa: F401  (SingularJoints: raised here too)
+from ..mechanics.mechanism import Mechanism
 from . import newton as nt
 from . import step as ks
 
@@ -160,7 +160,6 @@ class GeneralizedAlpha:
         """State at t = 0 with the physical initial accelerations (THEORY §4); with joints those of the
         constrained equations, and their multipliers (THEORY §11, initial conditions: the model has made
         the velocities consistent with the joints)."""
-        m = self.model
         s0 = self.mechanism.state()
         a, al, lam = self.mechanism.accelerations(s0)
         s = State(0.0, s0.r, s0.q, s0.v, a, s0.w, al, lam=lam)

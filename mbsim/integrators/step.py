@@ -55,7 +55,7 @@ from ..mechanics.assembly import add_block, scatter_bodies, scatter_forces, scat
 from ..mechanics.chain import body_forces, body_rows, force_block, put_forces
 from ..mechanics.constrained import solve as constrained_solve
 from ..mechanics.evaluate import FORCES
-from ..mechanics.frames import N_SCALARS, frame_row
+from ..mechanics.frames import frame_row
 from ..mechanics.laws import law
 from . import bodies as kb
 from . import newton as nt
@@ -76,7 +76,7 @@ def _prepare_elements(t, bodies, el, wk, zeros):
     and ``cache[e, 12(1 + i) …]`` the bodies' row of its own row i's Jacobian G(q_n) (the others need
     nothing: :func:`mbsim.mechanics.gather.interpolated` forms their t_n halves at every iterate).
     ``wk`` as in :func:`_elements` (x, y, dy, arms: a chunk's rows)."""
-    start, data, count, mask, interp = el[0], el[2], el[8], el[9], el[10]
+    start, data, count, interp = el[0], el[2], el[8], el[10]
     x, y, dy, arms, res, K1, cache, Gb = wk
     Rn, rn, vn, wn, nodr = bodies
     for kind in range(start.shape[0] - 1):
@@ -142,7 +142,6 @@ def _elements(tangent, consts, times, it, own, el, elx, wk, out):
     want = DERIVATIVES | JACOBIAN if tangent != NO_TANGENT else VALUES
     bf = 1.0 - af
     failed = -1
-    W = K1.shape[1]
     for kind in range(start.shape[0] - 1):
         forces = interp[kind] == FORCES
         mk = mask[kind]
@@ -485,7 +484,7 @@ def _accept(consts, step_k, state, it, own, model, pw, energy_wk):
     r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = state
     r1, q1, R1, T, Om, v1, a1, w1, al1 = it
     lam1, target = own
-    bodies, el, elx = model[0], model[1], model[2]
+    el, elx = model[1], model[2]
     Rw, x, y, dy, arms, nodr = pw
     n_all = r.shape[0]
     for i in range(n_all):
@@ -528,7 +527,7 @@ def _accept(consts, step_k, state, it, own, model, pw, energy_wk):
 @njit(cache=True)
 def _power(el, elx, bodies, own, t, work):
     """The power the elements dissipate at a state (the kinds that can: ``elx[9]``), kind by kind."""
-    start, data, mask = el[0], el[2], el[9]
+    start, data = el[0], el[2]
     dissipates = elx[9]
     x, y, dy, arms = work
     power = 0.0
@@ -664,7 +663,7 @@ def run(plan, params, model, loads, solver, test, state, report, frames, work):
     equations (THEORY §11, reactions): the frame's reactions, and the next step's Newton start.
     Every work array is allocated here, once per call, but those with a row per element instance (``work``,
     :func:`instance_work`)."""
-    nframes, spf, with_frames, dt, tangent = plan[0], plan[1], plan[2], plan[3], plan[4]
+    nframes, spf, with_frames, tangent = plan[0], plan[1], plan[2], plan[4]
     bodies, el, elx = model
     nm, mass, Jb, gravity, order = bodies[0], bodies[1], bodies[2], bodies[5], bodies[6]
     F_alpha, M_alpha, FL1, ML1, TG, FE, TGE, TT = loads

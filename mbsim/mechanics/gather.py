@@ -26,7 +26,7 @@ there are.
 """
 from __future__ import annotations
 
-from ..elements.base import MAX_AXES, X_AXES, X_D, X_DV, X_LAM, X_MOVES, X_TARGET, X_WA, X_WB
+from ..elements.base import X_AXES, X_D, X_DV, X_LAM, X_MOVES, X_TARGET, X_WA, X_WB
 from ..kernels import njit
 from ..kernels.vec import add, cross, dot, mix, mv, put, row, scale
 
