@@ -87,3 +87,14 @@ def nonlinear_3d(rho_inf=0.9, end=1.0, step=1e-3, tangent="consistent", modified
     loads = [load("b", (0.0, 0.05, 0.02), "torque", Sine(1.0, 1.3, 0.2, 0.5))]
     return scenario(bodies, conns, loads, gravity=(0, 0, -9.81), end=end, step=step, rho_inf=rho_inf,
                     tangent=tangent, interval=step, name="nonlinear3d", modified=modified)
+
+
+def run_text(folder, name: str, text: str):
+    """``mbsim run`` of the scenario ``text`` (dedented) written to ``folder/name.yaml``: the result's path."""
+    import textwrap
+
+    from mbsim.cli import main
+    scen, out = folder / f"{name}.yaml", folder / f"{name}.h5"
+    scen.write_text(textwrap.dedent(text))
+    assert main(["run", str(scen), "-o", str(out), "--quiet"]) == 0
+    return out

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import sys
-import textwrap
 import xml.etree.ElementTree as ET
 
 import numpy as np
@@ -18,6 +17,7 @@ import pytest
 from scipy.spatial.transform import Rotation
 
 from mbsim.cli import main
+from tests.builders import run_text
 from mbsim.io.reader import read_trajectory
 
 # A fixed base, a bob with a full inertia hanging from world, a tip on the bob: every connector
@@ -54,12 +54,7 @@ T, B, C = 11, 3, 4
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
-    d = tmp_path_factory.mktemp("export")
-    sc = d / "demo.yaml"
-    sc.write_text(textwrap.dedent(SCENARIO))
-    out = d / "demo.h5"
-    assert main(["run", str(sc), "-o", str(out), "--quiet"]) == 0
-    return out
+    return run_text(tmp_path_factory.mktemp("export"), "demo", SCENARIO)
 
 
 @pytest.fixture(scope="module")

@@ -11,7 +11,6 @@ values the solver stored.
 from __future__ import annotations
 
 import shutil
-import textwrap
 
 import h5py
 import numpy as np
@@ -19,6 +18,7 @@ import pytest
 
 from mbsim import elements
 from mbsim.cli import main
+from tests.builders import run_text
 from mbsim.elements.base import ElementKind
 from mbsim.io.reader import read_summary, read_trajectory
 from mbsim.viz import geometry as geo
@@ -64,12 +64,7 @@ class PluginKind(ElementKind):
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
-    d = tmp_path_factory.mktemp("traits")
-    sc = d / "traits.yaml"
-    sc.write_text(textwrap.dedent(SCENARIO))
-    out = d / "traits.h5"
-    assert main(["run", str(sc), "-o", str(out), "--quiet"]) == 0
-    return out
+    return run_text(tmp_path_factory.mktemp("traits"), "traits", SCENARIO)
 
 
 def retyped(result, tmp_path, changes: dict):

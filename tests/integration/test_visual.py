@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import shutil
 import sys
-import textwrap
 
 import numpy as np
 import pytest
 
 from mbsim.cli import main
+from tests.builders import run_text
 from mbsim.io.reader import read_trajectory
 
 pytest.importorskip("matplotlib")
@@ -54,12 +54,7 @@ FRAMES = 11  # t = 0, 0.02, ..., 0.2
 
 @pytest.fixture(scope="module")
 def result(tmp_path_factory):
-    d = tmp_path_factory.mktemp("visual")
-    sc = d / "demo.yaml"
-    sc.write_text(textwrap.dedent(SCENARIO))
-    out = d / "demo.h5"
-    assert main(["run", str(sc), "-o", str(out), "--quiet"]) == 0
-    return out
+    return run_text(tmp_path_factory.mktemp("visual"), "demo", SCENARIO)
 
 
 @pytest.fixture(scope="module")
