@@ -23,11 +23,14 @@ _LAZY = {
     "UnknownNameError": "api", "ScenarioError": "scenario", "OutputFileError": "driver",
     "ResultFileError": "io.reader", "ResourceError": "resources", "JointError": "mechanics.joints",
     "sweep": "study", "StudyError": "study",
+    "statics": "analyses", "modes": "analyses", "linearize": "analyses", "AnalysisError": "analyses",
+    "StaticsFailed": "analyses", "NoEquilibrium": "analyses",
 }
 
 __all__ = ["__version__", *_LAZY]
 
 if TYPE_CHECKING:  # for type checkers and IDEs; at run time __getattr__ does it
+    from .analyses import AnalysisError, NoEquilibrium, StaticsFailed, linearize, modes, statics  # noqa: F401
     from .api import OverrideError, Result, SimulationError, UnknownNameError, load, simulate  # noqa: F401
     from .driver import OutputFileError  # noqa: F401
     from .io.reader import ResultFileError  # noqa: F401

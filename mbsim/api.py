@@ -52,7 +52,7 @@ import numpy as np
 
 from . import __version__
 from .energy import energy_balance, energy_drift
-from .io.reader import ResultFileError, read_trajectory  # noqa: F401  (ResultFileError: load's documented error)
+from .io.reader import ResultFileError, read_modes, read_trajectory  # noqa: F401  (ResultFileError: load's documented error)
 from .io.writer import (COUNTERS, FORMAT, FORMAT_VERSION, FRAME_DATASETS, ROOT_ATTRIBUTES, frame_datasets,
                         run_attributes, utc_now)
 from .kernels.rotations import quat_to_matrix
@@ -264,6 +264,9 @@ def load(path: PathLike) -> "Result":
     path = os.fspath(path)
     data = read_trajectory(path, common_length=True)  # the validating reader: every OUTPUT.md dataset checked
     attrs = data.pop("attrs")
+    modes = read_modes(path)  # a modes file's /modes (OUTPUT.md, "Statics and modes files")
+    if modes is not None:
+        data.update({f"modes/{k}": v for k, v in modes.items() if isinstance(v, np.ndarray)})
     return Result(data, attrs, path=path)
 
 
@@ -424,7 +427,24 @@ class Result:
 
     @classmethod
     def _from_run(cls, sc: Scenario, summary: "driver.RunSummary") -> "Result":
-        frames = summary.frames_data or {}
+        # The root attributes mbsim run writes (the writer's header and io.writer.run_attributes);
+        # tests/integration/test_api.py checks that they agree with a written file.
+        from .integrators import INTEGRATORS
+        integrator = INTEGRATORS[sc.integrator.method]
+        p = integrator.parameters(sc.integrator)
+        attrs = {
+            **run_attributes(sc, integrator.name, p, summary.linear_solver),
+            "steps": summary.steps, "newton_iterations": summary.newton_iterations,
+            "rejected_steps": summary.rejected_steps, "wall_time_s": summary.wall_time_s,
+        }
+        return cls._from_frames(sc, summary.frames_data or {}, summary.status, summary.message, attrs,
+                                summary.output)
+
+    @classmethod
+    def _from_frames(cls, sc: Scenario, frames: dict, status: str, message: str, attrs: dict,
+                     path: Optional[str] = None, extra: Optional[dict] = None) -> "Result":
+        """A result of ``frames`` (OUTPUT.md paths → arrays stacked over frames) with the writer's header
+        attributes, ``attrs`` and the datasets ``extra`` (``modes/...``)."""
         B, C, J = len(sc.bodies), len(sc.connectors), len(sc.joints)
         data = {}
         for k, (tail, _, _) in frame_datasets(J).items():
@@ -445,20 +465,12 @@ class Result:
             data.update({"joints/name": [j.name for j in sc.joints], "joints/type": [j.type for j in sc.joints],
                          "joints/body_a": [j.body_a for j in sc.joints],
                          "joints/body_b": [j.body_b for j in sc.joints]})
-        # The root attributes mbsim run writes (the writer's header and io.writer.run_attributes);
-        # tests/integration/test_api.py checks that they agree with a written file.
-        from .integrators import INTEGRATORS
-        integrator = INTEGRATORS[sc.integrator.method]
-        p = integrator.parameters(sc.integrator)
+        data.update(extra or {})
         attrs = {
             "format": FORMAT, "format_version": FORMAT_VERSION, "mbsim_version": __version__,
-            "scenario_name": sc.name, "status": summary.status, "message": summary.message,
-            "created_utc": utc_now(),
-            **run_attributes(sc, integrator.name, p, summary.linear_solver),
-            "steps": summary.steps, "newton_iterations": summary.newton_iterations,
-            "rejected_steps": summary.rejected_steps, "wall_time_s": summary.wall_time_s,
+            "scenario_name": sc.name, "status": status, "message": message, "created_utc": utc_now(), **attrs,
         }
-        return cls(data, attrs, path=summary.output, scenario=sc)
+        return cls(data, attrs, path=path, scenario=sc)
 
     # ---- what the run was ------------------------------------------------
     @property
@@ -499,6 +511,21 @@ class Result:
         if self.status != "completed":
             raise SimulationError(self)
         return self
+
+    @property
+    def analysis(self) -> str:
+        """``dynamics`` (a time integration), ``statics`` or ``modes`` (OUTPUT.md, "Statics and modes files")."""
+        return str(self._attrs.get("analysis", "dynamics"))
+
+    @property
+    def modes(self):
+        """The modes of a modes result (:class:`mbsim.analysis.modes.Modes`: frequencies, damping ratios,
+        shapes by body); UnknownNameError for any other result."""
+        if "modes/frequency" not in self._data:
+            raise UnknownNameError(f"this result ({self.analysis}) has no modes; `mbsim modes SCENARIO` or "
+                                   f"mbsim.modes(...) computes them")
+        from .analysis.modes import Modes
+        return Modes._from_data(self._data, self._attrs, self)
 
     # ---- frames ----------------------------------------------------------
     @property

@@ -25,6 +25,7 @@ from .integrators import INTEGRATORS
 from . import compiling
 from .mechanics import frames as kfr
 from .mechanics.joints import JointError, SingularJoints, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
+from .analysis.statics import StaticsFailed  # noqa: F401  (re-exported: what run() raises for initial: equilibrium)
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import collapsed, controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -157,6 +158,8 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
 
     Raises
     ------
+    StaticsFailed
+        ``initial: equilibrium`` and the scenario has no equilibrium (or the search gave up).
     JointError
         The joints refuse the scenario (``integrator.joints``: redundant equations or inconsistent
         initial velocities with ``refuse``).
@@ -177,12 +180,28 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
     model = Model(scenario)
     for note in model.joint_notes:
         warnings.warn(note, JointWarning, stacklevel=2)
+    if scenario.initial == "equilibrium" and not resume:
+        start_at_equilibrium(model, notify)
     integ = INTEGRATORS[scenario.integrator.method](model, scenario.integrator)
     loop = _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step)
     loop.notify = notify
     if resume:
         loop.start = _resume_point(scenario, model, integ, out)
     return loop.run()
+
+
+def start_at_equilibrium(model, notify=None) -> None:
+    """``initial: equilibrium``: the static equilibrium of ``model`` (THEORY §12, the scenario's ``statics``
+    section) as its initial state, at rest.  Raises :class:`mbsim.analysis.StaticsFailed` (or its
+    NoEquilibrium) when there is none."""
+    from .analysis.statics import find_equilibrium
+    from .mechanics import Mechanism
+    sc = model.scenario
+    eq = find_equilibrium(Mechanism(model), sc.statics, sc.integrator)
+    model.start_at(eq.state.r, eq.state.q)
+    if notify is not None:
+        notify(f"starting from the static equilibrium ({eq.stability}; {eq.load_steps} load steps, "
+               f"{eq.iterations} Newton iterations)")
 
 
 class ResumeError(Exception):

@@ -9,7 +9,8 @@ this package that adds its subparser in ``register(sub, common, fmt)``
   ``mbsim info RESULT.h5`` (:func:`mbsim.io.reader.read_summary`);
 - ``compare``: ``mbsim compare A.h5 B.h5`` (:func:`mbsim.compare.compare_trajectories`);
 - ``verify``: ``mbsim verify SCENARIO`` (:func:`mbsim.verify.verify`);
-- ``sweep``: ``mbsim sweep STUDY`` (:func:`mbsim.study.engine.run_study`).
+- ``sweep``: ``mbsim sweep STUDY`` (:func:`mbsim.study.engine.run_study`);
+- ``analyses``: ``mbsim statics SCENARIO``, ``mbsim modes SCENARIO`` (:mod:`mbsim.analyses`).
 
 Nothing here computes physics or touches HDF5 directly.  Every message that
 reports a problem says what to do next.  Results go to stdout, problems to
@@ -33,11 +34,11 @@ os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
 import numpy as np  # noqa: E402
 
 from .. import __version__
-from . import compare, export, simulate, sweep, verify, visual
+from . import analyses, compare, export, simulate, sweep, verify, visual
 from ._util import EXIT_DIFFERENCES, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_INVALID, EXIT_OK, EXIT_SOLVER, _err
 
 # One module per command group; each adds its subcommands in register(sub, common, fmt).
-COMMANDS = (simulate, compare, verify, visual, export, sweep)
+COMMANDS = (simulate, analyses, compare, verify, visual, export, sweep)
 
 EPILOG = """\
 exit codes:
@@ -60,6 +61,8 @@ examples:
   mbsim info out/pendulum.h5 --json             what a result file holds
   mbsim compare new.h5 old.h5 --rtol 1e-5       same trajectory within tolerance?
   mbsim verify pendulum.yaml --end 0.5          order of accuracy against a reference
+  mbsim statics arm.yaml                        where it settles under its loads (stable?)
+  mbsim modes arm.yaml --count 10               natural frequencies, damping ratios, mode shapes
   mbsim plot out/pendulum.h5                    energy, motion, forces, solver dashboard (PNG)
   mbsim animate out/pendulum.h5 -o pendulum.gif a 3D animation of the mechanism
   mbsim export out/pendulum.h5 --csv out/csv    tidy CSV (or --vtk DIR for ParaView)

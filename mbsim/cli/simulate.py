@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from .. import driver
 
-from ._util import (EXIT_INVALID, EXIT_OK, _count, _describe, _err, _g, _isatty, _out, _plain, _positive_time,
+from ._util import (EXIT_INVALID, EXIT_OK, EXIT_SOLVER, _count, _describe, _err, _g, _isatty, _out, _plain, _positive_time,
                     _report_invalid)
 
 COMPILE_REPORT_S = 2.0  # a warm-up this long was numba compiling (loading its cache takes about 1 s)
@@ -60,9 +60,13 @@ def register(sub, common, fmt) -> None:
                        help="summarize a result file",
                        description="Summarize a trajectory file written by `mbsim run`: scenario, status, "
                                    "frames, bodies, connectors, joints (each with its largest reaction force "
-                                   "and moment and its largest constraint errors), counters, energy drift.",
-                       epilog="exit codes: 0 ok, 2 missing file or not an mbsim result\n\n"
-                              "example:\n  mbsim info out/pendulum.h5 --json")
+                                   "and moment and its largest constraint errors), counters, energy drift. "
+                                   "A file of `mbsim statics` or `mbsim modes` says so (stability, load steps); "
+                                   "one of `mbsim modes` lists its modes, numbered from 1 as `mbsim animate "
+                                   "--mode` takes them: frequency, damping ratio, eigenvalue, rigid-body flag "
+                                   "and the body that moves most.",
+                       epilog="exit codes: 0 ok, 2 missing file, not an mbsim result, or a damaged /modes\n\n"
+                              "examples:\n  mbsim info out/pendulum.h5 --json\n  mbsim info out/pendulum-modes.h5")
     i.add_argument("result", metavar="RESULT", help="result file (.h5)")
     i.add_argument("--json", action="store_true", help="print one JSON object instead of text")
     i.set_defaults(handler=_cmd_info)
@@ -118,6 +122,9 @@ def _cmd_run(args) -> int:
     except driver.JointError as exc:
         _err(f"{args.scenario}: not run: {exc}")
         return EXIT_INVALID
+    except driver.StaticsFailed as exc:  # initial: equilibrium, and there is none
+        _err(f"{args.scenario}: not run: initial: equilibrium: {exc}")
+        return EXIT_SOLVER
     except driver.OutputFileError as exc:
         _err(f"{exc}" if "--overwrite" in str(exc) else f"{exc}; choose another path with -o OUT")
         return EXIT_INVALID
@@ -270,7 +277,7 @@ class _sigterm_as_interrupt:
 
 
 def _cmd_info(args) -> int:
-    from ..io.reader import ResultFileError, read_summary
+    from ..io.reader import ModesError, ResultFileError, read_summary
     path = args.result
     hint = "give the path of a .h5 file written by `mbsim run`"
     if not os.path.exists(path):
@@ -281,6 +288,9 @@ def _cmd_info(args) -> int:
         return EXIT_INVALID
     try:
         info = read_summary(path)
+    except ModesError as exc:
+        _err(f"{exc}: its modes are damaged; run `mbsim modes` again to rewrite the file")
+        return EXIT_INVALID
     except ResultFileError as exc:
         _err(f"{exc}; {hint}")
         return EXIT_INVALID
@@ -303,6 +313,9 @@ def format_info(info: dict) -> str:
     if info["status"] == "running":
         lines.append("                 (the writer never finished: the run is still going, or was killed; "
                      "the frames below are the ones flushed)")
+    analysis = info.get("analysis") or "dynamics"
+    if analysis != "dynamics":
+        lines.append(f"  analysis       {_analysis_words(info)}")
     span = (f", t = {_g(info['t_start'])} … {_g(info['t_end'])} s" if info["frames"] else "")
     lines.append(f"  frames         {info['frames']}{span}")
     fixed = info["fixed_bodies"]
@@ -311,6 +324,10 @@ def format_info(info: dict) -> str:
     by_type = ", ".join(f"{n} {t}" for t, n in conns.items())
     lines.append(f"  connectors     {sum(conns.values())}" + (f": {by_type}" if by_type else ""))
     lines += _joint_lines(info.get("joints") or [])
+    if info.get("modes") is not None:
+        # (the analysis line above says what they were linearized about; a file without one says it here)
+        lines += _mode_lines(info["modes"], info.get("degrees_of_freedom"),
+                             info.get("linearized_about") if analysis != "modes" else None)
     # read_summary gives each root attribute as OUTPUT.md types it, or None (missing or of another type:
     # listed at the end); "?" stands for a None here
     if it.get("rho_inf") is not None:
@@ -323,7 +340,9 @@ def format_info(info: dict) -> str:
         lines.append(f"  counters       {steps} steps, {_q(iters)} Newton iterations{per}, "
                      f"{_q(c.get('rejected_steps'))} rejected, wall time {_q(wall)} s")
     bad = info.get("non_finite") or []
-    if math.isfinite(info["energy_drift_J"]):
+    if analysis in ("statics", "modes"):
+        pass  # one frame at rest: no energy balance to drift
+    elif math.isfinite(info["energy_drift_J"]):
         lines.append(f"  energy drift   {info['energy_drift_J']:.3e} J ({info['energy_drift_relative']:.3e} relative)")
     else:
         lines.append("  energy drift   not finite: the energies hold NaN or inf")
@@ -343,6 +362,70 @@ def _q(x) -> str:
     if x is None:
         return "?"
     return _g(x) if isinstance(x, (int, float)) and not isinstance(x, bool) else str(x)
+
+
+def _analysis_words(info: dict) -> str:
+    """The ``analysis`` line of ``mbsim info`` for a statics or modes file: "statics: stable equilibrium at
+    t = 0 s, 3 load steps", "modes about the equilibrium at t = 0 s (stable), 4 degrees of freedom"."""
+    analysis, stability = info["analysis"], info.get("stability")
+    at = f" at t = {_g(info['t_end'])} s" if info["frames"] else ""
+    if analysis == "statics":
+        if info["status"] != "completed":
+            return f"statics: no equilibrium stored (status {_q(info['status'])}; the message says why)"
+        steps = info.get("load_factor_steps")
+        return (f"statics: {stability + ' ' if stability else ''}equilibrium{at}"
+                + (f", {_count(steps, 'load step')}" if steps is not None else ""))
+    if analysis == "modes":
+        about = info.get("linearized_about")
+        state = {"equilibrium": "the equilibrium", "initial": "the initial state"}.get(about, about)
+        words = f"modes, linearized about {state}{at}" if state else f"modes, linearized{at}"
+        if stability:
+            words += f" ({stability})"
+        return words
+    return f"{analysis} (not an analysis this mbsim knows: dynamics, statics or modes)"
+
+
+# modes listed one per line by `mbsim info` (a longer list ends with "... and N more"; --json has all)
+INFO_MODES = 20
+
+
+def _mode_lines(modes: list, dof, about) -> list:
+    """The ``modes`` lines of ``mbsim info``: their number, the degrees of freedom and the state they were
+    linearized about, then a table: number (as ``mbsim animate --mode`` takes it), frequency, damping
+    ratio, eigenvalue, rigid-body flag and the body that moves most in the mode."""
+    rigid = sum(m["rigid_body"] for m in modes)
+    head_line = f"  modes          {len(modes)}" + (f" ({rigid} rigid-body)" if rigid else "")
+    extra = []
+    if dof is not None:
+        extra.append(_count(dof, "degree of freedom", "degrees of freedom"))
+    if about:
+        extra.append(f"linearized about {'the initial state' if about == 'initial' else 'the ' + about}")
+    lines = [head_line + (f"; {', '.join(extra)}" if extra else "")]
+    if not modes:
+        return lines
+    shown = modes[:INFO_MODES]
+
+    def moves(m):
+        if m["body"] is None:
+            return "-"
+        return f"{m['body']} ({m['motion']} {'along' if m['motion'] == 'translation' else 'about'} {m['axis']})"
+
+    rows = [(str(m["mode"]), _f(m["frequency_Hz"]), _f(m["damping_ratio"]), _f(m["eigenvalue"][0]),
+             _f(m["eigenvalue"][1]), "rigid" if m["rigid_body"] else "", moves(m)) for m in shown]
+    head = ("mode", "frequency [Hz]", "damping ratio", "Re s [1/s]", "Im s [1/s]", "rigid", "moves most")
+    width = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    for r in [head, *rows]:
+        text = "  ".join(f"{c:>{w}}" if i < 5 else f"{c:<{w}}" for i, (c, w) in enumerate(zip(r, width)))
+        lines.append(f"                 {text}".rstrip())
+    if len(modes) > len(shown):
+        lines.append(f"                 ... and {len(modes) - len(shown)} more (mbsim info --json lists them all)")
+    return lines
+
+
+def _f(x) -> str:
+    """A number of the mode table: 4 significant digits, '-' where there is none (NaN)."""
+    x = float(x)
+    return "-" if math.isnan(x) else ("0" if x == 0 else f"{x:.4g}")
 
 
 # joints listed one per line by `mbsim info` (a longer list ends with "... and N more"; --json has all)

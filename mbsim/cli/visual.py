@@ -6,7 +6,7 @@ import argparse
 import os
 import sys
 
-from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out, _positive_int
+from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out, _positive_float, _positive_int
 
 WHATS = ("dashboard", "energy", "motion", "forces", "joints", "solver")
 
@@ -54,14 +54,27 @@ marker, a lock as a square one, a distance joint as a rod. The view and its
 limits stay fixed.
 An existing file is replaced. No display is needed.
 
+--mode K animates mode K of a file written by `mbsim modes`, numbered from 1
+as `mbsim info` lists them: one period of the mode about the state it was
+linearized about, in 36 frames of phase (the clock shows the phase; a GIF
+loops), each body displaced by amplitude x Re(shape e^(i phase)) and turned by
+that rotation vector. The title gives the mode's frequency and damping ratio.
+The shape's largest entry is 1; the amplitude multiplies it (metres for
+translations, radians for rotations) and by default makes the largest
+translation 10 % of the model's size and the largest rotation at most
+0.3 rad; --amplitude sets it.
+
 exit codes: 0 written, 2 missing or unreadable result, bad options, an
 extension other than .gif or .mp4, MP4 without ffmpeg, matplotlib or Pillow
-not installed, output not writable
+not installed, output not writable, --mode on a file without modes (or a
+damaged /modes, or a mode it does not have)
 
 examples:
   mbsim animate out/pendulum.h5                         -> out/pendulum.gif, real time at 25 fps
   mbsim animate out/pendulum.h5 -o swing.mp4 --fps 30   (needs ffmpeg)
   mbsim animate out/chain.h5 --every 2 --elev 10 --azim 0 --size 640x480
+  mbsim animate out/chain-modes.h5 --mode 2             -> out/chain-modes-mode2.gif
+  mbsim animate out/chain-modes.h5 --mode 1 --amplitude 0.05 -o first.gif
 """
 
 
@@ -91,13 +104,15 @@ def register(sub, common, fmt) -> None:
 
     a = sub.add_parser("animate", parents=[common], formatter_class=fmt,
                        help="3D animation of a result (GIF, or MP4 with ffmpeg)",
-                       description="Animate a trajectory file written by `mbsim run` in 3D, with a clock. "
+                       description="Animate a trajectory file written by `mbsim run` in 3D, with a clock, "
+                                   "or (--mode K) one mode of a file written by `mbsim modes`. "
                                    "GIF through Pillow, MP4 through ffmpeg. Needs matplotlib "
                                    "(pip install 'mbsim[plot]').",
                        epilog=ANIMATE_EPILOG)
     a.add_argument("result", metavar="RESULT", help="result file (.h5)")
     a.add_argument("-o", "--output", metavar="ANIM",
-                   help="animation file, .gif or .mp4; default: RESULT with .gif instead of .h5, beside it")
+                   help="animation file, .gif or .mp4; default: RESULT with .gif instead of .h5 (with --mode K: "
+                        "-modeK.gif), beside it")
     a.add_argument("--fps", type=_fps_arg, default=25.0, metavar="N",
                    help="frames per second of the animation (default 25)")
     a.add_argument("--every", type=_positive_int, metavar="N",
@@ -109,6 +124,13 @@ def register(sub, common, fmt) -> None:
                    help="view azimuth about z in degrees (default -60)")
     a.add_argument("--size", type=_size_arg, default=(800, 600), metavar="WxH",
                    help="size in pixels (default 800x600; even numbers for MP4)")
+    a.add_argument("--mode", type=_positive_int, metavar="K",
+                   help="animate mode K (from 1, as `mbsim info` numbers them) of a file written by `mbsim modes`: "
+                        "one period of its shape about the stored state")
+    a.add_argument("--amplitude", type=_positive_float, metavar="A",
+                   help="with --mode: the factor on the mode's shape, whose largest entry is 1 (m for "
+                        "translations, rad for rotations); default: the largest translation 10 %% of the "
+                        "model's size, the largest rotation at most 0.3 rad")
     a.add_argument("--quiet", action="store_true", help="print only errors")
     a.add_argument("--no-progress", action="store_true",
                    help="no progress bar (it is shown only when stderr is a terminal anyway)")
@@ -306,10 +328,17 @@ def _plot_study(args) -> int:
 
 
 def _cmd_animate(args) -> int:
+    if args.mode is None and args.amplitude is not None:
+        _err("--amplitude scales a mode's shape: give --mode K too (`mbsim info RESULT` lists the modes)")
+        return EXIT_INVALID
+    if args.mode is not None and args.every is not None:
+        _err(f"--every picks stored frames of a motion; --mode animates one period of a mode in "
+             f"{_mode_frames()} frames of phase: leave out --every (--fps sets the speed)")
+        return EXIT_INVALID
     if not need("matplotlib", "PIL"):
         return EXIT_INVALID
     from ..viz import animate
-    out = args.output or beside(args.result, ".gif")
+    out = args.output or beside(args.result, ".gif" if args.mode is None else f"-mode{args.mode}.gif")
     try:
         writer = animate.check_writer(out)
     except animate.WriterUnavailable as exc:
@@ -322,6 +351,11 @@ def _cmd_animate(args) -> int:
     traj = load(args.result, args.quiet)
     if traj is None:
         return EXIT_INVALID
+    if args.mode is not None:
+        return _animate_mode(args, traj, out)
+    if "modes/frequency" in traj and not args.quiet:
+        _err(f"note: {args.result} holds modes; this animates its one stored frame (--mode K animates mode K, "
+             f"`mbsim info {args.result}` lists them)")
     every = args.every or animate.default_every(traj, args.fps)
     from ..viz.geometry import frame_indices
     n = len(frame_indices(traj, every))
@@ -345,6 +379,57 @@ def _cmd_animate(args) -> int:
     if not args.quiet:
         _out(f"wrote {info.path} ({info.frames} frames, {args.size[0]}x{args.size[1]} px, {_g(info.fps)} fps, "
              f"t = {_g(info.t_first)} … {_g(info.t_last)} s)")
+    return EXIT_OK
+
+
+def _mode_frames() -> int:
+    from ..viz.animate import MODE_FRAMES
+    return MODE_FRAMES
+
+
+def _animate_mode(args, traj, out: str) -> int:
+    """``mbsim animate RESULT --mode K``: one period of mode K of a modes file
+    (:func:`mbsim.viz.animate.mode_motion`)."""
+    from ..io.reader import ResultFileError, read_modes
+    from ..viz import animate
+    try:
+        modes = read_modes(args.result)
+    except ResultFileError as exc:
+        _err(f"{exc}: its modes are damaged; run `mbsim modes` again to rewrite the file")
+        return EXIT_INVALID
+    if modes is None:
+        kind = traj["attrs"].get("analysis", "dynamics")
+        _err(f"{args.result} holds no modes (no /modes: it is a {kind} result); --mode animates a file written by "
+             f"`mbsim modes SCENARIO -o OUT.h5`, or leave out --mode to animate this one")
+        return EXIT_INVALID
+    K = len(modes["frequency"])
+    if args.mode > K:
+        _err(f"{args.result} has {K} mode{'s' if K != 1 else ''}" + (f": give --mode 1 … {K}" if K else "")
+             + f" (`mbsim info {args.result}` lists them)")
+        return EXIT_INVALID
+    motion = animate.mode_motion(traj, modes, args.mode, args.amplitude)
+    n = len(motion.phases)
+    if not args.quiet:
+        _err(f"rendering {n} frames (one period of mode {args.mode}, amplitude {motion.amplitude:.3g}) to {out}")
+    if not make_parent(out):
+        return EXIT_INVALID
+    bar = None
+    if not args.quiet and not args.no_progress and _isatty(sys.stderr):
+        from tqdm import tqdm
+        bar = tqdm(total=n, unit="frame", file=sys.stderr, leave=False)
+    try:
+        info = animate.animate(motion.traj, out, fps=args.fps, every=1, elev=args.elev, azim=args.azim,
+                               size=args.size, progress=(lambda i, total: bar.update(1)) if bar else None,
+                               title=motion.title, labels=motion.labels)
+    except OSError as exc:
+        _err(f"cannot write {out} ({exc.strerror or exc}); choose another -o path")
+        return EXIT_INVALID
+    finally:
+        if bar is not None:
+            bar.close()
+    if not args.quiet:
+        _out(f"wrote {info.path} ({info.frames} frames, {args.size[0]}x{args.size[1]} px, {_g(info.fps)} fps, "
+             f"{motion.description}; one period in {_g(info.frames / info.fps)} s)")
     return EXIT_OK
 
 

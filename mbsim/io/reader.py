@@ -19,6 +19,10 @@ class ResultFileError(Exception):
     """The file is missing, not HDF5, or not an mbsim trajectory."""
 
 
+class ModesError(ResultFileError):
+    """The ``/modes`` group of a result file is damaged (a dataset missing, of another shape or type)."""
+
+
 class UnequalLengthsWarning(UserWarning):
     """The per-frame datasets of a file hold different numbers of frames.
 
@@ -261,12 +265,26 @@ ATTRIBUTE_TYPES = {
 }
 OUTPUT_ATTRIBUTES = tuple(k for k in ATTRIBUTE_TYPES if k not in ("format", "integrator"))
 
+# The root attributes of the files of `mbsim statics` and `mbsim modes` (OUTPUT.md, "Statics and modes
+# files"), type-checked as those above.  Kept apart from ATTRIBUTE_TYPES, whose every entry a trajectory of
+# `mbsim run` holds (tests/integration/test_damaged_files.py deletes and retypes each of them in one): a
+# time integration's file has none of these but `analysis` (and a file without it is "dynamics").
+ANALYSIS_ATTRIBUTE_TYPES = {
+    "analysis": _TEXT, "stability": _TEXT, "load_factor_steps": _WHOLE, "linearized_about": _TEXT,
+    "degrees_of_freedom": _WHOLE,
+}
+# the root attributes a statics or modes file has besides OUTPUT_ATTRIBUTES (missing: reported as such), and
+# those of OUTPUT_ATTRIBUTES it need not have (no time integration: no integrator settings)
+_ANALYSIS_REQUIRES = {"statics": ("analysis", "stability", "load_factor_steps"),
+                      "modes": ("analysis", "stability", "linearized_about", "degrees_of_freedom")}
+_INTEGRATOR_ATTRIBUTES = ("rho_inf", "alpha_f", "alpha_m", "beta", "gamma", "tangent")
+
 
 def _typed(key, value):
     """``value`` of root attribute ``key`` as the Python type OUTPUT.md gives it (str, float or int), or
     None when it is not of that type (an array, a complex number, an empty attribute, text for a number,
     a count that is not whole...).  Attributes OUTPUT.md does not name are returned as read."""
-    kind = ATTRIBUTE_TYPES.get(key)
+    kind = ATTRIBUTE_TYPES.get(key) or ANALYSIS_ATTRIBUTE_TYPES.get(key)
     value = _str(value)
     if kind is None:
         return value
@@ -320,6 +338,11 @@ def _summary(f, path) -> dict:
         drift, rel = energy_drift(*(e[k][:n] for k in ("kinetic", "potential", "dissipated", "external_work")))
     fixed = f["bodies/fixed"][()]
     ctypes = [str(x) for x in f["connectors/type"].asstr()[()]]
+    analysis = a.get("analysis", "dynamics")
+    required = OUTPUT_ATTRIBUTES
+    if analysis in _ANALYSIS_REQUIRES:
+        required = tuple(k for k in OUTPUT_ATTRIBUTES if k not in _INTEGRATOR_ATTRIBUTES) + _ANALYSIS_REQUIRES[analysis]
+    modes = _modes(f, path) if "modes" in f else None
     return {
         "path": str(path),
         "scenario_name": a.get("scenario_name"),
@@ -339,11 +362,126 @@ def _summary(f, path) -> dict:
         "counters": {k: a.get(k) for k in ("steps", "newton_iterations", "rejected_steps", "wall_time_s")},
         "energy_drift_J": drift,
         "energy_drift_relative": rel,
+        # statics and modes files (OUTPUT.md): None where a file does not say (a time integration's)
+        "analysis": analysis,
+        "stability": a.get("stability"),
+        "load_factor_steps": a.get("load_factor_steps"),
+        "linearized_about": a.get("linearized_about"),
+        "degrees_of_freedom": a.get("degrees_of_freedom"),
+        "modes": mode_table(modes, [str(x) for x in f["bodies/name"].asstr()[()]]) if modes is not None else None,
         # reported, not fatal (None above): OUTPUT.md's root attributes that are absent, or of another type
-        "missing_attributes": [k for k in OUTPUT_ATTRIBUTES if k not in a and k not in wrong],
+        "missing_attributes": [k for k in required if k not in a and k not in wrong],
         "wrongly_typed_attributes": wrong,
         "non_finite": _non_finite(f, len(t)),
     }
+
+
+# /modes of a modes file (OUTPUT.md): dataset -> (shape after the modes' axis, 'B' = bodies; dtype kinds)
+MODE_DATASETS = {
+    "eigenvalue": ((2,), "iuf"), "frequency": ((), "iuf"), "damping_ratio": ((), "iuf"),
+    "shape": (("B", 6), "iuf"), "shape_imag": (("B", 6), "iuf"), "rigid_body": ((), "biu"),
+}
+# the components of a shape's six entries per body, as `mbsim info` names them
+SHAPE_COMPONENTS = tuple(("translation", a) for a in "xyz") + tuple(("rotation", a) for a in "xyz")
+
+
+def read_modes(source) -> Optional[dict]:
+    """The modes of a file written by ``mbsim modes`` (OUTPUT.md, "Statics and modes files"), or None
+    when it has no ``/modes`` (a time integration's or a statics file).
+
+    Parameters
+    ----------
+    source : str, os.PathLike or h5py.File
+        A result file, or one already open (its trajectory datasets are then not checked again).
+
+    Returns
+    -------
+    dict or None
+        ``eigenvalue`` (K, 2) [Re, Im] in 1/s, ``frequency`` (K,) in Hz, ``damping_ratio`` (K,) (NaN for a
+        rigid-body mode), ``shape`` and ``shape_imag`` (K, B, 6): real and imaginary part of each mode's
+        [δr (m), δθ (rad)] per body in world axes, ``rigid_body`` (K,) bool, all numpy arrays; and the root
+        attributes ``degrees_of_freedom`` (int) and ``linearized_about`` (str), None where the file lacks them.
+
+    Raises
+    ------
+    ResultFileError
+        The file is not an mbsim result; :class:`ModesError` (a ResultFileError) when its ``/modes`` is
+        damaged: a dataset missing or not numbers, shapes that disagree on K or do not have B = the file's
+        number of bodies, values not finite.
+    """
+    if isinstance(source, (h5py.File, h5py.Group)):
+        path = source.file.filename
+        return _guarded(path, _read_modes, source, path)
+    with _open(source) as f:
+        return _guarded(source, _read_modes, f, source)
+
+
+def _read_modes(f, path) -> Optional[dict]:
+    if "modes" not in f:
+        return None
+    out = _modes(f, path)
+    a = _root_attributes(f)[0]
+    out["degrees_of_freedom"] = a.get("degrees_of_freedom")
+    out["linearized_about"] = a.get("linearized_about")
+    return out
+
+
+def _modes(f, path) -> dict:
+    """The arrays of ``/modes``, checked: every dataset of :data:`MODE_DATASETS` there, numbers of the
+    shape OUTPUT.md gives (one K for all, B the file's bodies), finite (but a rigid-body mode's NaN
+    damping ratio), else a :class:`ModesError` saying what is wrong."""
+    group = f.get("modes")
+    if not isinstance(group, h5py.Group):
+        raise ModesError(f"{path}: /modes is a {type(group).__name__.lower()}, not a group (OUTPUT.md: "
+                         f"the group of a modes file)")
+    B = len(_strings(f, path, "bodies/name"))
+    K, first, data = None, None, {}
+    for name, (tail, kinds) in MODE_DATASETS.items():
+        try:
+            ds = _dataset(f, path, f"modes/{name}")
+        except ResultFileError as exc:
+            raise ModesError(str(exc)) from None
+        want = tuple(B if d == "B" else d for d in tail)
+        if len(ds.shape) != 1 + len(want) or tuple(ds.shape[1:]) != want:
+            expected = ", ".join(["K", *(str(d) for d in want)])
+            raise ModesError(f"{path}: /modes/{name} has shape {ds.shape}, expected ({expected}) for K "
+                             f"modes" + (f" of the file's {B} bodies" if "B" in tail else ""))
+        if K is None:
+            K, first = ds.shape[0], name
+        elif ds.shape[0] != K:
+            raise ModesError(f"{path}: /modes/{name} holds {ds.shape[0]} modes, /modes/{first} {K}")
+        if ds.dtype.kind not in kinds:
+            raise ModesError(f"{path}: /modes/{name} holds {ds.dtype}, not "
+                             f"{'booleans' if name == 'rigid_body' else 'numbers'}")
+    if K > 6 * B:  # (and a dataset claiming more modes than it holds is not read)
+        raise ModesError(f"{path}: /modes holds {K} modes, more than the 6 × {B} coordinates of its bodies")
+    for name in MODE_DATASETS:
+        data[name] = np.asarray(f[f"modes/{name}"][()], dtype=bool if name == "rigid_body" else float)
+    for name in ("eigenvalue", "frequency", "shape", "shape_imag"):
+        if not np.isfinite(data[name]).all():
+            raise ModesError(f"{path}: /modes/{name} holds NaN or inf (no mbsim modes analysis stores them)")
+    return data
+
+
+def mode_table(modes: dict, bodies: list) -> list:
+    """One dict per mode of :func:`read_modes` (the order of the file, numbered from 1): ``mode``,
+    ``frequency_Hz``, ``damping_ratio``, ``eigenvalue`` ([Re, Im] in 1/s), ``rigid_body``, and where it
+    moves most: ``body`` (the name of the body with the entry of largest modulus of the complex shape),
+    ``motion`` (``translation`` or ``rotation``) and ``axis`` (``x``, ``y`` or ``z``, world axes); those
+    three None for a shape that is zero everywhere."""
+    out = []
+    mag = np.hypot(modes["shape"], modes["shape_imag"])
+    for k in range(len(modes["frequency"])):
+        row = {"mode": k + 1, "frequency_Hz": float(modes["frequency"][k]),
+               "damping_ratio": float(modes["damping_ratio"][k]),
+               "eigenvalue": [float(x) for x in modes["eigenvalue"][k]], "rigid_body": bool(modes["rigid_body"][k]),
+               "body": None, "motion": None, "axis": None}
+        if mag[k].size and mag[k].max() > 0:
+            b, c = np.unravel_index(int(np.argmax(mag[k])), mag[k].shape)
+            row["body"] = bodies[b]
+            row["motion"], row["axis"] = SHAPE_COMPONENTS[c]
+        out.append(row)
+    return out
 
 
 def result_status(path) -> Optional[str]:

@@ -71,6 +71,7 @@ def run_attributes(scenario, integrator: str, params, linear_solver: str, veloci
     and the in-memory results of ``mbsim.simulate`` write these."""
     sc = scenario
     attrs = {
+        "analysis": "dynamics",
         "rho_inf": params.rho_inf, "alpha_f": params.alpha_f, "alpha_m": params.alpha_m, "beta": params.beta,
         "gamma": params.gamma, "tangent": sc.integrator.tangent, "integrator": integrator,
         "linear_solver": linear_solver,

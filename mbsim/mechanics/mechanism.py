@@ -200,23 +200,25 @@ class Mechanism:
         w = np.asarray(s.w, dtype=float)[:nm]
         Jw = np.einsum("nij,nj->ni", J, w)
         h = np.concatenate((np.zeros((nm, 3)), cross(w, Jw)), axis=1).ravel()
-        M = sp.block_diag([sp.block_diag((m.mass[i] * np.eye(3), J[i])) for i in range(nm)], format="csr") \
-            if nm else sp.csr_matrix((0, 0))
+        mb = np.zeros((nm, 6, 6))
+        mb[:, [0, 1, 2], [0, 1, 2]] = m.mass[:nm, None]
+        mb[:, 3:, 3:] = J
+        M = _block_diagonal(mb)
         K = C = Gs = None
         if derivatives:
             K = self._sparse(Kq, dofs, ndb)
             C = self._sparse(Kv, dofs, ndb)
             a, al = (np.zeros((m.n_all, 3)), np.zeros((m.n_all, 3))) if accelerations is None else accelerations
             al = np.asarray(al, dtype=float)[:nm]
-            kb, cb = [], []
-            for i in range(nm):  # ∂(Jα)/∂θ = J α̂ − (Jα)^, ∂h/∂θ = ω̂ (J ω̂ − (Jω)^), ∂h/∂ω = ω̂ J − (Jω)^
-                Ja = J[i] @ al[i]
-                kb.append(sp.block_diag((np.zeros((3, 3)), J[i] @ skew(al[i]) - skew(Ja)
-                                         + skew(w[i]) @ (J[i] @ skew(w[i]) - skew(Jw[i])))))
-                cb.append(sp.block_diag((np.zeros((3, 3)), skew(w[i]) @ J[i] - skew(Jw[i]))))
+            # ∂(Jα)/∂θ = J α̂ − (Jα)^, ∂h/∂θ = ω̂ (J ω̂ − (Jω)^), ∂h/∂ω = ω̂ J − (Jω)^, body by body
+            Ja = np.einsum("nij,nj->ni", J, al)
+            W, A, SJa, SJw = _skews(w), _skews(al), _skews(Ja), _skews(Jw)
+            kb, cb = np.zeros((nm, 6, 6)), np.zeros((nm, 6, 6))
+            kb[:, 3:, 3:] = J @ A - SJa + W @ (J @ W - SJw)
+            cb[:, 3:, 3:] = W @ J - SJw
             if nm:
-                K = (K + sp.block_diag(kb)).tocsr()
-                C = (C + sp.block_diag(cb)).tocsr()
+                K = (K + _block_diagonal(kb)).tocsr()
+                C = (C + _block_diagonal(cb)).tocsr()
             rows = np.repeat(np.arange(el.n_unknowns), 12)
             owner_dofs = dofs[el.unknown_element] if el.n_unknowns else np.zeros((0, 12), np.int64)
             cols = owner_dofs.ravel()
@@ -360,6 +362,26 @@ class Mechanism:
         else:
             u = culprit - nm
         return f"the own unknowns of {m.elements.describe(int(m.elements.unknown_element[u]))}"
+
+
+def _skews(v: np.ndarray) -> np.ndarray:
+    """The cross-product matrices of the rows of ``v`` (n, 3) → (n, 3, 3)."""
+    out = np.zeros((len(v), 3, 3))
+    out[:, 0, 1], out[:, 0, 2], out[:, 1, 2] = -v[:, 2], v[:, 1], -v[:, 0]
+    out[:, 1, 0], out[:, 2, 0], out[:, 2, 1] = v[:, 2], -v[:, 1], v[:, 0]
+    return out
+
+
+def _block_diagonal(blocks: np.ndarray):
+    """The sparse (CSR) block-diagonal matrix of the 6×6 ``blocks`` (n, 6, 6), zeros dropped."""
+    import scipy.sparse as sp
+    n = len(blocks)
+    base = 6 * np.arange(n)[:, None, None]
+    r = np.broadcast_to(base + np.arange(6)[None, :, None], blocks.shape).ravel()
+    c = np.broadcast_to(base + np.arange(6)[None, None, :], blocks.shape).ravel()
+    v = blocks.ravel()
+    keep = v != 0
+    return sp.csr_matrix((v[keep], (r[keep], c[keep])), shape=(6 * n, 6 * n))
 
 
 def _body_forces(y, arms) -> np.ndarray:

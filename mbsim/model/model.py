@@ -113,6 +113,15 @@ class Model:
 
 
 
+    def start_at(self, r: np.ndarray, q: np.ndarray) -> None:
+        """Start from positions ``r`` and orientations ``q`` (n_all, ·) at rest (``initial: equilibrium``):
+        the elements keep the geometry of the scenario's configuration, which they were built from."""
+        self.r0 = np.array(r, dtype=float)
+        self.q0 = np.array(q, dtype=float)
+        self.v0 = np.zeros_like(self.v0)
+        self.w0 = np.zeros_like(self.w0)
+        self.velocity_projection = {}
+
     def rebuild_elements(self, joints) -> None:
         """Pack the connectors and ``joints`` (the scenario's, or with redundant equations removed)
         into :attr:`elements`, and what depends on the elements' own unknowns."""

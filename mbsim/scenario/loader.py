@@ -48,14 +48,14 @@ import yaml
 from .errors import Problem, ScenarioError
 from .spec import (
     DRIVEN, JOINT_TYPES, METHODS, TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec, IntegratorSpec, JointSpec,
-    LoadSpec, OutputSpec, Ramp, Scenario, Sine, SmoothRamp, Table, TimeSpec, frozen_array,
+    LoadSpec, OutputSpec, Ramp, Scenario, Sine, SmoothRamp, StaticsSpec, Table, TimeSpec, frozen_array,
 )
 from .yamlnodes import TOP, Map, Reader, _clip, compose, describe, join, kind, line_of, nodes_of, norm, suggest
 
 __all__ = ["load_scenario", "parse_scenario", "scenario_from_dict", "read_text"]
 
 _TOP_KEYS = ("mbsim", "name", "description", "gravity", "time", "integrator", "output",
-             "bodies", "connectors", "joints", "loads")
+             "bodies", "connectors", "joints", "loads", "statics", "initial")
 _BODY_KEYS = ("name", "fixed", "mass", "inertia", "position", "orientation", "velocity",
               "angular_velocity")
 _ORIENTATIONS = ("quaternion", "axis_angle", "rotation_vector")
@@ -107,13 +107,16 @@ MIN_MOMENT, MAX_MOMENT = 1e-100, 1e100
 # --------------------------------------------------------------------------
 # public API
 # --------------------------------------------------------------------------
-def load_scenario(path) -> Scenario:
+def load_scenario(path, *, analysis: bool = False) -> Scenario:
     """Read, validate and return the scenario in the file at ``path``.
 
     Parameters
     ----------
     path : str or os.PathLike
         A UTF-8 YAML file (SCENARIO.md).
+    analysis : bool
+        Read it for an analysis at a state (``mbsim statics``, ``mbsim modes``): ``time`` and ``output``
+        are not needed and are ignored if present (``Scenario.time`` is then None).
 
     Raises
     ------
@@ -122,7 +125,7 @@ def load_scenario(path) -> Scenario:
         YAML, or anything that breaks SCENARIO.md.
     """
     source = os.fspath(path)
-    return parse_scenario(read_text(source), source)
+    return parse_scenario(read_text(source), source, analysis=analysis)
 
 
 def read_text(path) -> str:
@@ -166,7 +169,7 @@ def _too_large(size: int) -> str:
             f"(validating one takes about 90 bytes of memory per byte of text)")
 
 
-def parse_scenario(text: str, source: Optional[str] = None) -> Scenario:
+def parse_scenario(text: str, source: Optional[str] = None, *, analysis: bool = False) -> Scenario:
     """Validate scenario ``text`` (already read) and return the Scenario.
 
     Parameters
@@ -176,16 +179,18 @@ def parse_scenario(text: str, source: Optional[str] = None) -> Scenario:
         accepted too.
     source : str, optional
         Path the text came from: used in messages and for the default name.
+    analysis : bool
+        As :func:`load_scenario`'s.
     """
     if len(text) > MAX_SCENARIO_BYTES:
         raise ScenarioError([Problem("<file>", None, _too_large(len(text)))], source)
     if isinstance(text, (bytes, bytearray)):
         text = _decode(bytes(text), source)
     default = os.path.splitext(os.path.basename(source))[0] if source else ""
-    return _parse(text, source, default or "scenario")
+    return _parse(text, source, default or "scenario", analysis)
 
 
-def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
+def scenario_from_dict(data: dict, name: Optional[str] = None, *, analysis: bool = False) -> Scenario:
     """Validate a scenario given as a Python mapping (the YAML file's contents).
 
     The mapping is written as YAML text (:func:`to_yaml`, kept as
@@ -211,13 +216,13 @@ def scenario_from_dict(data: dict, name: Optional[str] = None) -> Scenario:
         raise ScenarioError([Problem("<data>", None, f"cannot be written as YAML: {e}")]) from None
     if (not isinstance(plain, dict) or not plain or yaml.reader.Reader.NON_PRINTABLE.search(text)
             or _YAML_BREAKS.search(text)):
-        return _parse(text, None, name or "scenario")  # what the YAML reader says of such text
+        return _parse(text, None, name or "scenario", analysis)  # what the YAML reader says of such text
     with _gc_paused():
         try:
             root = nodes_of(plain, _flow)
         except (RecursionError, ValueError):  # too deep, or a key YAML cannot hold: as the parser says
-            return _parse(text, None, name or "scenario")
-        return _validate(root, text, None, name or "scenario")
+            return _parse(text, None, name or "scenario", analysis)
+        return _validate(root, text, None, name or "scenario", analysis)
 
 
 def to_yaml(data) -> str:
@@ -298,21 +303,21 @@ def _gc_paused():
             gc.enable()
 
 
-def _parse(text: str, source: Optional[str], default_name: str) -> Scenario:
+def _parse(text: str, source: Optional[str], default_name: str, analysis: bool = False) -> Scenario:
     with _gc_paused():
-        return _parse_unpaused(text, source, default_name)
+        return _parse_unpaused(text, source, default_name, analysis)
 
 
-def _parse_unpaused(text: str, source: Optional[str], default_name: str) -> Scenario:
+def _parse_unpaused(text: str, source: Optional[str], default_name: str, analysis: bool) -> Scenario:
     root, problems = compose(text)
     if root is None:
         raise ScenarioError(problems, source)
-    return _validate(root, text, source, default_name)
+    return _validate(root, text, source, default_name, analysis)
 
 
-def _validate(root, text: str, source: Optional[str], default_name: str) -> Scenario:
+def _validate(root, text: str, source: Optional[str], default_name: str, analysis: bool = False) -> Scenario:
     r = Reader()
-    scenario = _scenario(r, root, default_name, text, source)
+    scenario = _scenario(r, root, default_name, text, source, analysis)
     if r.problems:
         # Stable sort: file order, problems without a line first.
         raise ScenarioError(sorted(r.problems, key=lambda p: p.line or 0), source)
@@ -321,7 +326,7 @@ def _validate(root, text: str, source: Optional[str], default_name: str) -> Scen
 
 
 
-def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional[Scenario]:
+def _scenario(r: Reader, root, default_name: str, text: str, source, analysis: bool = False) -> Optional[Scenario]:
     if kind(root) != "mapping":
         r.report(TOP, root, f"a scenario must be a mapping of keys (starting with 'mbsim: 1'), "
                             f"got {describe(root)}")
@@ -334,9 +339,16 @@ def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional
     name = r.optional(m, "name", r.name, default_name)
     description = r.optional(m, "description", r.string, "")
     gravity = r.optional(m, "gravity", r.vector, np.zeros(3))
-    time = _time(r, m)
+    if analysis:  # statics and modes: time and output ignored (SCENARIO.md, analyses beside the time integration)
+        quiet = Reader()
+        time = _time(quiet, m) if m.has("time") else None
+        output = _section(quiet, m, "output", lambda r, node, path: _output(r, node, path, time)) if time else None
+        if quiet.problems:
+            time = output = None
+    else:
+        time = _time(r, m)
+        output = _section(r, m, "output", lambda r, node, path: _output(r, node, path, time))
     integrator = _section(r, m, "integrator", _integrator)
-    output = _section(r, m, "output", lambda r, node, path: _output(r, node, path, time))
     bodies = _bodies(r, m)
     known = {WORLD: (True, None)}
     known.update((b.name, (b.fixed, b.line)) for b in bodies if b is not None and b.name is not None)
@@ -344,15 +356,19 @@ def _scenario(r: Reader, root, default_name: str, text: str, source) -> Optional
     _unique_names(r, connectors, "connectors", "connector")
     joints = _items(r, m, "joints", lambda node, path, i: _joint(r, node, path, i, known))
     _unique_names(r, joints, "joints", "joint")
-    loads = _items(r, m, "loads", lambda node, path, i: _load(r, node, path, known))
+    loads = _items(r, m, "loads", lambda node, path, i: _load(r, node, path, known, i))
+    _unique_load_names(r, m, loads)
+    statics = _section(r, m, "statics", _statics) or StaticsSpec()
+    initial = r.optional(m, "initial", lambda n, p: r.choice(n, p, ("as_given", "equilibrium"), "value"), "as_given")
     if r.problems:
         return None
     return Scenario(
         name=name, description=description, gravity=frozen_array(gravity), time=time,
         integrator=integrator or IntegratorSpec(),
-        output=output or OutputSpec(interval=time.step),
+        output=output or OutputSpec(interval=time.step if time is not None else 0.0),
         bodies=tuple(b.spec for b in bodies), connectors=tuple(c.spec for c in connectors),
         loads=tuple(loads), joints=tuple(j.spec for j in joints), text=text, source=source,
+        statics=statics, initial=initial,
     )
 
 
@@ -976,8 +992,8 @@ def _drive(r: Reader, m: Map, jtype: str) -> dict:
 # --------------------------------------------------------------------------
 # loads and time functions
 # --------------------------------------------------------------------------
-def _load(r: Reader, node, path: str, known: dict) -> Optional[LoadSpec]:
-    m = r.mapping(node, path, ("type", "body", "vector", "scale"))
+def _load(r: Reader, node, path: str, known: dict, index: int = 0) -> Optional[LoadSpec]:
+    m = r.mapping(node, path, ("name", "type", "body", "vector", "scale"))
     if m is None:
         return None
     before = len(r.problems)
@@ -991,6 +1007,7 @@ def _load(r: Reader, node, path: str, known: dict) -> Optional[LoadSpec]:
             r.report(m.sub("body"), body_node, f"a load needs a moving body; {body!r} is fixed")
     vector = None if vector_node is None else r.vector(vector_node, m.sub("vector"))
     scale = r.optional(m, "scale", lambda n, p: _time_function(r, n, p), Constant())
+    name = r.optional(m, "name", r.name, f"{ltype}-{index}")
     if len(r.problems) > before:
         return None
     with np.errstate(all="ignore"):
@@ -1000,7 +1017,42 @@ def _load(r: Reader, node, path: str, known: dict) -> Optional[LoadSpec]:
         r.report(m.sub(where), m.get(where), f"the load is not finite at t = 0: vector × scale = "
                                              f"[{', '.join(f'{x:g}' for x in first)}] (numbers beyond double precision)")
         return None
-    return LoadSpec(type=ltype, body=body, vector=frozen_array(vector), scale=scale, line=m.line)
+    return LoadSpec(type=ltype, body=body, vector=frozen_array(vector), scale=scale, line=m.line, name=name)
+
+
+def _unique_load_names(r: Reader, top: Map, loads: list) -> None:
+    """Load names unique among the loads (the inputs of mbsim.linearize are named by them)."""
+    seen: dict = {}
+    for i, ld in enumerate(loads):
+        if ld is None:
+            continue
+        if ld.name in seen:
+            r.report(f"loads[{i}].name", ld.line, f"duplicate load name {ld.name!r} (first: loads[{seen[ld.name]}])")
+        else:
+            seen[ld.name] = i
+
+
+def _statics(r: Reader, node, path: str) -> Optional[StaticsSpec]:
+    """``statics``: the time of the loads and drives, the first load increment, the tolerances."""
+    m = r.mapping(node, path, ("time", "load_steps", "tolerance"))
+    if m is None:
+        return None
+    t = r.optional(m, "time", lambda n, p: r.number(n, p, ">=0"), 0.0)
+    first = r.optional(m, "load_steps", lambda n, p: r.number(n, p, ">0"), None)
+    if first is not None and first > 1.0:
+        r.report(m.sub("load_steps"), m.get("load_steps"), f"is the first increment of the load factor, "
+                                                            f"in (0, 1]; got {m.get('load_steps').value}")
+        first = None
+    rtol = atol = None
+    tn = m.get("tolerance")
+    if tn is not None and kind(tn) != "null":
+        tm = r.mapping(tn, m.sub("tolerance"), ("rtol", "atol"))
+        if tm is not None:
+            rtol = r.optional(tm, "rtol", lambda n, p: r.number(n, p, ">0"), None)
+            atol = r.optional(tm, "atol", lambda n, p: r.number(n, p, ">0"), None)
+    if t is None:
+        return None
+    return StaticsSpec(time=t, load_steps=first, rtol=rtol, atol=atol)
 
 
 def _time_function(r: Reader, node, path: str):

@@ -262,6 +262,7 @@ class LoadSpec:
     vector: np.ndarray  # (3,) world frame
     scale: TimeFunction = field(default_factory=Constant)
     line: Optional[int] = None
+    name: str = ""  # ``name``, default ``<type>-<index>`` (force-0, torque-1, ...): an input of mbsim.linearize
 
 
 @dataclass(frozen=True)
@@ -294,6 +295,18 @@ class IntegratorSpec:
 
 
 @dataclass(frozen=True)
+class StaticsSpec:
+    """``statics``: how ``mbsim statics`` (and ``initial: equilibrium``) searches the equilibrium (THEORY §12):
+    loads and drives at ``time``; ``load_steps`` the first increment of the load factor (None: automatic,
+    the whole load first); ``rtol``/``atol`` (None: ``integrator.newton``'s)."""
+
+    time: float = 0.0
+    load_steps: Optional[float] = None
+    rtol: Optional[float] = None
+    atol: Optional[float] = None
+
+
+@dataclass(frozen=True)
 class OutputSpec:
     interval: float  # resolved: defaults to time.step
     file: Optional[str] = None  # None -> outputs/<name>.h5
@@ -316,6 +329,8 @@ class Scenario:
     text: str = ""
     source: Optional[str] = None  # path of the file, if any
     version: int = 1
+    statics: StaticsSpec = field(default_factory=StaticsSpec)
+    initial: str = "as_given"  # 'as_given' | 'equilibrium' (the statics first, then the run from rest)
 
     @property
     def output_file(self) -> str:

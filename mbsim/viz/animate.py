@@ -23,6 +23,13 @@ marker, a lock as a square marker, a distance joint as a thin rod between
 its two points.  The view is fixed over the whole animation (limits from the whole trajectory,
 one scale on all three axes).
 
+A mode of a file written by ``mbsim modes`` (``/modes``, read by :func:`mbsim.io.reader.read_modes`) is
+animated by the same scene: :func:`mode_motion` makes one period of its motion about the stored state a
+trajectory of :data:`MODE_FRAMES` frames of phase φ, each body at r + a·Re(δr·e^{iφ}) and turned by the
+rotation vector a·Re(δθ·e^{iφ}) (world axes, exactly), a the amplitude (:func:`mode_amplitude`: the
+largest translation 10 % of the model's size, the largest rotation at most 0.3 rad, unless given); the
+title names the mode, its frequency and damping ratio, the clock shows φ (:func:`animate_mode`).
+
 Built on :class:`matplotlib.animation.FuncAnimation` without ``pyplot``: GIF
 through Pillow, MP4 through ffmpeg when it is installed.  Needs matplotlib
 (``pip install 'mbsim[plot]'``).
@@ -31,7 +38,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass
-from typing import Callable, Optional
+from typing import Callable, Optional, Sequence
 
 import numpy as np
 from matplotlib import animation
@@ -101,8 +108,9 @@ class Scene:
     """Everything drawn in one animation, with ``update(k)`` moving it to stored frame ``k``."""
 
     def __init__(self, traj: dict, *, elev: float = 20.0, azim: float = -60.0, size=DEFAULT_SIZE,
-                 dpi: int = DPI):
+                 dpi: int = DPI, title: Optional[str] = None, labels: Optional[Sequence[str]] = None):
         self.traj = traj
+        self.labels = labels  # the clock's text per stored frame (default: its time)
         sc = geo.scenario_of(traj)
         self.time = np.asarray(traj["time"][: geo.frame_count(traj)], dtype=float)
         self.pos, self.R = geo.body_poses(traj)  # world appended as the last body
@@ -201,9 +209,11 @@ class Scene:
         self._joint_artists(edges, marker, thin)
 
         # Clock, title and key.
-        name = traj.get("attrs", {}).get("scenario_name") or "mbsim result"
+        name = title or traj.get("attrs", {}).get("scenario_name") or "mbsim result"
         fig.text(0.5, 0.97, name, ha="center", va="center", fontsize=11)
-        self.clock = fig.text(0.02, 0.97, "", ha="left", va="center", fontsize=11, family="monospace")
+        # the clock top left, beside the scenario's name; below the scene beside a longer title of one's own
+        self.clock = fig.text(0.02, 0.97 if title is None else 0.025, "", ha="left", va="center", fontsize=11,
+                              family="monospace")
         key = [Line2D([], [], color=c, lw=1.8, label=f"body {a}") for c, a in zip(AXIS_COLORS, "xyz")]
         for drawn, color, lw in ((self.springs, SPRING_COLOR, 1.3), (self.dampers, DAMPER_COLOR, 5),
                                  (self.torsion, TORSION_COLOR, 2), (self.lines, LINE_COLOR, 1.6)):
@@ -253,7 +263,7 @@ class Scene:
             self.straight_lines.set_segments(self.line_segments(k))
         if len(self.jtypes):
             self._update_joints(k)
-        self.clock.set_text(f"t = {self.time[k]:.3f} s")
+        self.clock.set_text(self.labels[k] if self.labels is not None else f"t = {self.time[k]:.3f} s")
         return [self.boxes, *self.axes_lines, self.coil_lines, self.cylinders, self.rods, self.arc_lines,
                 self.straight_lines, self.joint_thick, self.joint_thin, self.joint_balls, self.joint_locks,
                 self.clock]
@@ -330,7 +340,8 @@ class Scene:
 
 def animate(traj: dict, path, *, fps: float = DEFAULT_FPS, every: Optional[int] = None, elev: float = 20.0,
             azim: float = -60.0, size=DEFAULT_SIZE, dpi: int = DPI,
-            progress: Optional[Callable[[int, int], None]] = None) -> AnimationInfo:
+            progress: Optional[Callable[[int, int], None]] = None, title: Optional[str] = None,
+            labels: Optional[Sequence[str]] = None) -> AnimationInfo:
     """Write the animation of ``traj`` to ``path`` (.gif through Pillow, .mp4 through ffmpeg).
 
     Parameters
@@ -350,6 +361,10 @@ def animate(traj: dict, path, *, fps: float = DEFAULT_FPS, every: Optional[int] 
         Width and height [pixels].  MP4 (H.264) needs both even.
     progress : callable, optional
         Called as ``progress(i, n)`` after each of the n frames is drawn.
+    title : str, optional
+        The line above the scene (default: the scenario's name).
+    labels : sequence of str, optional
+        The clock's text for each stored frame (default: ``t = … s``).
 
     Raises
     ------
@@ -364,7 +379,7 @@ def animate(traj: dict, path, *, fps: float = DEFAULT_FPS, every: Optional[int] 
     frames = geo.frame_indices(traj, every, include_last=True)
     if len(frames) == 0:
         raise ValueError("the result holds no frames to animate")
-    scene = Scene(traj, elev=elev, azim=azim, size=size, dpi=dpi)
+    scene = Scene(traj, elev=elev, azim=azim, size=size, dpi=dpi, title=title, labels=labels)
     anim = animation.FuncAnimation(scene.fig, scene.update, frames=[int(k) for k in frames], blit=False,
                                    repeat=False, cache_frame_data=False)
     if writer_name == "pillow":
@@ -381,3 +396,169 @@ def frame_figure(traj: dict, k: int = -1, **options) -> Figure:
     scene = Scene(traj, **options)
     scene.update(range(len(scene.time))[k])
     return scene.fig
+
+
+# --------------------------------------------------------------------------
+# modes (files of `mbsim modes`, OUTPUT.md "Statics and modes files")
+
+MODE_FRAMES = 36  # animation frames per period of a mode (10° of phase each)
+MODE_TRANSLATION = 0.1  # default amplitude: the largest translation is this share of the model's size ...
+MODE_ROTATION = 0.3  # ... and the largest rotation at most this many radians
+
+
+@dataclass(frozen=True)
+class ModeMotion:
+    """One period of a mode's motion about the state of a modes file, as a trajectory to draw.
+
+    Attributes
+    ----------
+    traj : dict
+        The file's dictionary (:func:`mbsim.io.reader.read_trajectory`) with every per-frame dataset
+        replaced by ``len(phases)`` copies of the linearization state, bodies displaced:
+        ``bodies/position`` (N, B, 3) is r + a·Re(δr·e^{iφ}) and ``bodies/orientation`` (N, B, 4) the
+        stored orientation turned by the rotation vector a·Re(δθ·e^{iφ}) (world axes).
+    phases : (N,) array
+        φ of each frame, 0 … 2π (2π excluded: the animation loops).
+    amplitude : float
+        a, the factor on the shape (its largest entry is 1): metres for translations, radians for rotations.
+    mode : int
+        The mode's number, from 1 (as ``mbsim info`` lists them).
+    description : str
+        "mode 2 of 4, 1.234 Hz, ζ = 0.01, amplitude 0.1" (:func:`mode_words`).
+    title, labels
+        The animation's title (the scenario's name and ``description``) and clock text per frame (φ).
+    """
+
+    traj: dict
+    phases: np.ndarray
+    amplitude: float
+    mode: int
+    description: str
+    title: str
+    labels: tuple
+
+
+def model_size(traj: dict, k: int = -1) -> float:
+    """The size of the model at stored frame ``k`` (default the last) [m]: the largest extent of the body
+    centres, connector and joint points (and world where one is attached to it), at least the largest
+    body box edge; 1 where there is nothing to measure."""
+    one = _frame_copies(traj, k, 1)
+    sc = geo.scenario_of(one)
+    pos, _ = geo.body_poses(one)
+    B = len(one["bodies/name"])
+    cg, jg = geo.connector_geometry(one, sc), geo.joint_geometry(one, sc)
+    pts = [pos[0, :B], cg.points[0].reshape(-1, 3), jg.points[0].reshape(-1, 3)]
+    if B in set(cg.body_a) | set(cg.body_b) | set(jg.body_a) | set(jg.body_b):
+        pts.append(np.zeros((1, 3)))
+    pts = np.concatenate(pts)
+    pts = pts[np.isfinite(pts).all(axis=1)]
+    reach = float(np.max(pts.max(axis=0) - pts.min(axis=0))) if len(pts) else 0.0
+    edges, _ = geo.box_shapes(one, sc)
+    edges = edges[np.isfinite(edges)]
+    size = max(reach, float(edges.max()) if len(edges) else 0.0)
+    return size if 0.0 < size < np.inf else 1.0
+
+
+def mode_amplitude(traj: dict, modes: dict, mode: int) -> float:
+    """The default amplitude of mode number ``mode`` (from 1): the factor on its shape that makes the
+    largest translation :data:`MODE_TRANSLATION` of :func:`model_size` and keeps the largest rotation
+    at most :data:`MODE_ROTATION` rad (whichever is smaller; a pure rotation mode turns by 0.3 rad)."""
+    k = _mode_index(modes, mode)
+    z = modes["shape"][k] + 1j * modes["shape_imag"][k]  # (B, 6)
+    trans = float(np.linalg.norm(z[:, :3], axis=1).max(initial=0.0))
+    rot = float(np.linalg.norm(z[:, 3:], axis=1).max(initial=0.0))
+    candidates = ([MODE_TRANSLATION * model_size(traj) / trans] if trans > 0 else []) + \
+                 ([MODE_ROTATION / rot] if rot > 0 else [])
+    return min(candidates) if candidates else 1.0
+
+
+def mode_poses(position, orientation, shape, shape_imag, amplitude: float, phases):
+    """Body poses over the ``phases`` (N,) of a mode: positions (N, B, 3) r + a·Re(δr·e^{iφ}) and unit
+    quaternions (N, B, 4) q_θ ⊗ q, the stored ``orientation`` (B, 4) turned by the rotation vector
+    θ = a·Re(δθ·e^{iφ}) in world axes (exactly, not to first order).  ``shape`` and ``shape_imag`` (B, 6)
+    are the real and imaginary parts of [δr, δθ] per body, ``position`` (B, 3)."""
+    from ..kernels.rotations import quat_mul, rotvec_quat
+    phases = np.asarray(phases, dtype=float)
+    c, s = np.cos(phases)[:, None, None], np.sin(phases)[:, None, None]
+    d = amplitude * (c * np.asarray(shape, dtype=float) - s * np.asarray(shape_imag, dtype=float))  # (N, B, 6)
+    pos = np.asarray(position, dtype=float)[None] + d[..., :3]
+    q0 = np.asarray(orientation, dtype=float)
+    q0 = q0 / np.linalg.norm(q0, axis=-1, keepdims=True)
+    q = quat_mul(rotvec_quat(d[..., 3:]), np.broadcast_to(q0, d.shape[:-1] + (4,)))
+    return pos, q / np.linalg.norm(q, axis=-1, keepdims=True)
+
+
+def mode_motion(traj: dict, modes: dict, mode: int, amplitude: Optional[float] = None,
+                frames: int = MODE_FRAMES) -> ModeMotion:
+    """One period of mode number ``mode`` (from 1) of ``modes`` (:func:`mbsim.io.reader.read_modes`)
+    about the last stored frame of ``traj`` (a modes file holds one), in ``frames`` steps of phase.
+
+    ``amplitude`` defaults to :func:`mode_amplitude`.  Raises ValueError for a mode number out of range
+    or a ``modes`` whose shapes do not fit the bodies of ``traj``."""
+    k = _mode_index(modes, mode)
+    B = len(traj["bodies/name"])
+    if modes["shape"].shape[1:] != (B, 6):
+        raise ValueError(f"the modes' shapes {modes['shape'].shape} do not fit the {B} bodies of the result")
+    if amplitude is None:
+        amplitude = mode_amplitude(traj, modes, mode)
+    if not (np.isfinite(amplitude) and amplitude > 0):
+        raise ValueError(f"the amplitude must be a finite number > 0, got {amplitude}")
+    if frames < 1:
+        raise ValueError(f"frames must be >= 1, got {frames}")
+    phases = 2.0 * np.pi * np.arange(frames) / frames
+    out = _frame_copies(traj, -1, frames)
+    r, q = out["bodies/position"][0], out["bodies/orientation"][0]
+    out["bodies/position"], out["bodies/orientation"] = mode_poses(r, q, modes["shape"][k], modes["shape_imag"][k],
+                                                                   amplitude, phases)
+    labels = tuple(f"φ = {d:3.0f}°" for d in np.degrees(phases))
+    words = mode_words(modes, mode, amplitude)
+    name = traj.get("attrs", {}).get("scenario_name") or "mbsim result"
+    return ModeMotion(traj=out, phases=phases, amplitude=float(amplitude), mode=int(mode), description=words,
+                      title=f"{name}: {words}", labels=labels)
+
+
+def mode_words(modes: dict, mode: int, amplitude: float) -> str:
+    """"mode 2 of 4, 1.234 Hz, ζ = 0.01, amplitude 0.1" ("rigid-body mode" in place of frequency and
+    damping ratio for one)."""
+    k = _mode_index(modes, mode)
+    head = f"mode {mode} of {len(modes['frequency'])}"
+    if modes["rigid_body"][k]:
+        what = "rigid-body mode"
+    else:
+        zeta = float(modes["damping_ratio"][k])
+        what = f"{float(modes['frequency'][k]):.4g} Hz, ζ = " + ("-" if np.isnan(zeta) else f"{zeta:.3g}")
+    return f"{head}, {what}, amplitude {amplitude:.3g}"
+
+
+def animate_mode(traj: dict, modes: dict, mode: int, path, *, amplitude: Optional[float] = None,
+                 frames: int = MODE_FRAMES, fps: float = DEFAULT_FPS, elev: float = 20.0, azim: float = -60.0,
+                 size=DEFAULT_SIZE, dpi: int = DPI,
+                 progress: Optional[Callable[[int, int], None]] = None) -> AnimationInfo:
+    """Write the animation of one period of mode number ``mode`` (from 1) to ``path`` (:func:`mode_motion`
+    drawn by :func:`animate`: the same scene, the phase φ on the clock; a GIF loops for ever)."""
+    motion = mode_motion(traj, modes, mode, amplitude, frames)
+    return animate(motion.traj, path, fps=fps, every=1, elev=elev, azim=azim, size=size, dpi=dpi,
+                   progress=progress, title=motion.title, labels=motion.labels)
+
+
+def _mode_index(modes: dict, mode: int) -> int:
+    K = len(modes["frequency"])
+    if not 1 <= int(mode) <= K:
+        raise ValueError(f"no mode {mode}: the file has {K} mode{'s' if K != 1 else ''}"
+                         + (f" (1 … {K})" if K else ""))
+    return int(mode) - 1
+
+
+def _frame_copies(traj: dict, k: int, n: int) -> dict:
+    """``traj`` with each per-frame dataset (OUTPUT.md) replaced by ``n`` copies of its stored frame ``k``."""
+    from ..io.writer import frame_datasets
+    T = geo.frame_count(traj)
+    if T == 0:
+        raise ValueError("the result holds no frame")
+    k = range(T)[k]
+    out = dict(traj)
+    for name in frame_datasets(1):
+        if name in traj:
+            v = np.asarray(traj[name])
+            out[name] = np.repeat(v[k:k + 1], n, axis=0)
+    return out

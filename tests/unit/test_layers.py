@@ -64,13 +64,14 @@ ALLOWED = {
     "compiling": {"integrators", "model", "scenario", "stepping", "kernels"},
     "io": {"energy", "resources", "__version__"},
     "reference": {"scenario", "kernels", "elements"},
+    "analysis": {"mechanics", "kernels"},
 }
 LOWER = {"kernels", "elements", "linalg", "scenario", "mechanics", "model", "integrators", "stepping", "energy",
-         "exitcodes", "resources", "compiling", "io", "reference", "__version__"}
+         "exitcodes", "resources", "compiling", "io", "reference", "analysis", "__version__"}
 ALLOWED.update({
     "driver": LOWER - {"reference"},
     "api": LOWER | {"driver"}, "verify": LOWER | {"driver"}, "compare": LOWER, "viz": LOWER, "export": LOWER | {"viz"},
-    "study": LOWER | {"driver", "api"},
+    "study": LOWER | {"driver", "api"}, "analyses": LOWER | {"api"},
 })
 
 
