@@ -61,11 +61,27 @@ def _frames(mech, s, iterations: int, residual: float) -> dict:
 
 
 def _attributes(sc: Scenario, analysis: str, **more) -> dict:
-    attrs = {"analysis": analysis, "newton_rtol": sc.statics.rtol or sc.integrator.rtol,
+    """The root attributes of an analysis' file: those of a run's (OUTPUT.md: the integrator the scenario
+    names, its time settings when it has them), then the analysis' own."""
+    from .integrators import INTEGRATORS
+    from .io.writer import run_attributes
+    integrator = INTEGRATORS[sc.integrator.method]
+    attrs = {k: v for k, v in run_attributes(sc if sc.time is not None else _timeless(sc), integrator.name,
+                                             integrator.parameters(sc.integrator), "").items()
+             if sc.time is not None or not k.startswith(("time_", "output_"))}
+    attrs.pop("linear_solver", None)
+    attrs.update({"analysis": analysis, "newton_rtol": sc.statics.rtol or sc.integrator.rtol,
              "newton_atol": sc.statics.atol or sc.integrator.atol, "statics_time": sc.statics.time,
-             "steps": 0, "rejected_steps": 0}
+             "steps": 0, "rejected_steps": 0})
     attrs.update({k: v for k, v in more.items() if v is not None})
     return attrs
+
+
+def _timeless(sc: Scenario) -> Scenario:
+    """``sc`` with a placeholder time section (its attributes are left out of the file)."""
+    from dataclasses import replace
+    from .scenario.spec import TimeSpec
+    return replace(sc, time=TimeSpec(end=1.0, step=1.0, adaptive=False, min_step=1.0))
 
 
 def _write(path: str, sc: Scenario, frames: dict, result: Result) -> None:
@@ -245,7 +261,7 @@ def modes(scenario: Union[str, os.PathLike, dict, Scenario], *, count: Optional[
         raise AnalysisError(f"count must be at least 1, got {count}")
     if dof == 0:
         raise AnalysisError(f"'{sc.name}' has no degree of freedom: its joints hold every body; nothing can vibrate")
-    k = min(10, dof) if count is None else count
+    k = 10 if count is None else count  # (about a motion there can be more modes than degrees of freedom)
     if info.get("unbalanced", 0.0) > 0 and notify is not None:
         notify(f"the initial state is not an equilibrium (accelerations up to {info['unbalanced']:.3g} m/s² or "
                f"rad/s²): the linearization about it includes the unbalanced forces; --about equilibrium "

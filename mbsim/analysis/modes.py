@@ -99,11 +99,11 @@ def _dense(lin, count: int) -> ModeSet:
     scale = float(np.max(np.abs(w2))) if d else 0.0
     zero = np.abs(w2) <= ZERO * scale if scale > 0 else np.ones(d, bool)
     s_list, shapes, rigid = [], [], []
-    for i in np.flatnonzero(zero):  # rigid-body modes: the null space of the reduced stiffness
-        s_list.append(0.0)
-        shapes.append(N @ phi[:, i])
-        rigid.append(True)
     if _undamped(lin):
+        for i in np.flatnonzero(zero):  # rigid-body modes: the null space of the reduced stiffness
+            s_list.append(0.0)
+            shapes.append(N @ phi[:, i])
+            rigid.append(True)
         for i in np.flatnonzero(~zero):
             s_list.append(1j * np.sqrt(w2[i]) if w2[i] > 0 else np.sqrt(-w2[i]))
             shapes.append(N @ phi[:, i])
@@ -117,20 +117,19 @@ def _dense(lin, count: int) -> ModeSet:
         A[d:, d:] = -sl.cho_solve(lu, Cr)
         s, V = sl.eig(A)
         smax = float(np.max(np.abs(s))) if s.size else 0.0
-        n_rigid = int(np.count_nonzero(zero))
-        # the eigenvalues of the rigid-body modes (at round-off) are the 2·n_rigid smallest (fewer when a
-        # damper acts along a free motion: s = 0 and a real decay; that decay is a mode of its own)
-        small = np.argsort(np.abs(s))
-        drop = set(int(i) for i in small[:2 * n_rigid] if abs(s[i]) <= np.sqrt(ZERO) * smax)
+        # rigid-body modes: the null space of A (a free motion: s = 0 with the eigenvector [z; 0], once,
+        # however many times s = 0 repeats), its z parts as their shapes
+        null = sl.null_space(A, rcond=1e-9) if smax > 0 else np.eye(2 * d)[:, :d]
+        for i in range(null.shape[1]):
+            s_list.append(0.0)
+            shapes.append(N @ null[:d, i])
+            rigid.append(True)
         for i in range(s.size):
-            if i in drop:
+            if abs(s[i]) <= 1e-6 * smax or smax == 0:
+                continue  # (a rigid-body mode's eigenvalue: reported above)
+            if s[i].imag < -1e-12 * abs(s[i]):
                 continue
-            if s[i].imag < -1e-12 * max(abs(s[i]), 1e-300):
-                continue
-            if abs(s[i].imag) <= 1e-12 * max(abs(s[i]), 1e-300):
-                s_i = complex(s[i].real, 0.0)
-            else:
-                s_i = s[i]
+            s_i = complex(s[i].real, 0.0) if abs(s[i].imag) <= 1e-12 * abs(s[i]) else s[i]
             s_list.append(s_i)
             shapes.append(N @ V[:d, i])
             rigid.append(False)
@@ -180,16 +179,15 @@ def _sparse(lin, count: int) -> ModeSet:
     OPinv = sla.LinearOperator(A.shape, matvec=op.solve, dtype=float)
     s, Y = sla.eigs(A, k=k, M=B, sigma=sigma, which="LM", OPinv=OPinv, tol=1e-13)
     smax = float(np.max(np.abs(s))) if s.size else 0.0
+    zero = np.abs(s) <= 1e-6 * max(smax, np.sqrt(ref))
     s_list, shapes, rigid = [], [], []
-    seen_zero = 0
-    for i in np.argsort(np.abs(s)):
-        if abs(s[i]) <= np.sqrt(ZERO) * max(smax, np.sqrt(ref)):
-            seen_zero += 1
-            if seen_zero % 2 == 1:  # a free motion: s = 0 twice (its position and its velocity)
-                s_list.append(0.0)
-                shapes.append(Y[:n, i].real)
-                rigid.append(True)
-            continue
+    if zero.any():  # the free motions: as many as independent positions among the s = 0 eigenvectors
+        U, sv, _ = np.linalg.svd(np.real_if_close(Y[:n, zero]), full_matrices=False)
+        for i in np.flatnonzero(sv > 1e-6 * sv[0]):
+            s_list.append(0.0)
+            shapes.append(U[:, i].real)
+            rigid.append(True)
+    for i in np.flatnonzero(~zero):
         if s[i].imag < -1e-12 * abs(s[i]):
             continue
         s_list.append(complex(s[i].real, 0.0) if abs(s[i].imag) <= 1e-12 * abs(s[i]) else s[i])
@@ -219,7 +217,7 @@ def stiffness_spectrum(lin, k: int = 6) -> tuple:
             return np.zeros(0), np.zeros((0, lin.n)), 1.0, False
         w2, phi = sl.eigh(0.5 * (Kr + Kr.T), Mr)
         scale = float(np.max(np.abs(w2)))
-        return w2[:k], (N @ phi[:, :k]).T, scale, bool(np.count_nonzero(w2 < 0) % 2)
+        return w2[:k], (N @ phi[:, :k]).T, scale, bool(np.count_nonzero(w2 < -ZERO * scale) % 2)
     import scipy.sparse as sp
     import scipy.sparse.linalg as sla
     n_own = lin.G.shape[0]
