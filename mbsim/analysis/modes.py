@@ -285,7 +285,7 @@ def free_loaded_motion(lin, R: np.ndarray, force_scale: float):
     """The free motion (a null vector of the reduced stiffness) along which the residual forces ``R`` (6
     n_moving) have a net component, as (direction δq of unit norm, pushed the way R pushes, the net load
     Rᵀδq); None when every free motion is unloaded (or there is none)."""
-    w2, shapes, scale, _ = stiffness_spectrum(lin, 6)
+    w2, shapes, scale, _ = stiffness_spectrum(lin, lin.n if lin.n <= DENSE_LIMIT else 12)  # every free motion
     if w2.size == 0:
         return None
     zero = np.abs(w2) <= ZERO * scale if scale > 0 else np.ones(w2.size, bool)
@@ -352,9 +352,10 @@ class Modes:
         return self.shape[k, self.bodies.index(body)]
 
     def moves_most(self, k: int) -> tuple:
-        """(body, 'translation' | 'rotation'): where mode ``k`` has its entry of largest modulus."""
+        """(body, 'translation along D' | 'rotation about D'): where mode ``k`` has its entry of largest
+        modulus, D the world axis (x, y, z) of that entry."""
         b, j = np.unravel_index(int(np.argmax(np.abs(self.shape[k]))), self.shape[k].shape)
-        return self.bodies[b], ("translation" if j < 3 else "rotation")
+        return self.bodies[b], (f"translation along {'xyz'[j]}" if j < 3 else f"rotation about {'xyz'[j - 3]}")
 
     def table(self) -> str:
         """The mode table ``mbsim modes`` and ``mbsim info`` print."""

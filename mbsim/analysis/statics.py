@@ -33,8 +33,10 @@ import numpy as np
 from ..kernels.rotations import quat_mul, quat_normalize, rotvec_quat
 
 ROTATION_LIMIT = 0.5  # rad: the largest rotation of a body in one correction
+TRANSLATION_LIMIT = 1.0  # model sizes: the largest translation of a body in one correction
+PROBE = 0.1  # a free motion is probed this fraction of the correction limits away
 EASY = 4  # a load step converged in at most this many iterations doubles the next increment
-MAX_ITERATIONS = 60  # per load step
+MAX_ITERATIONS = 200  # per load step
 MIN_INCREMENT = 2.0 ** -20  # of the load factor: below it the search gives up
 MAX_TOTAL = 3000  # iterations over all load steps
 SIGMA_FLOOR = 1e-10  # σ ≥ SIGMA_FLOOR·σ₀ (σ₀ = F_ref/(L m_ref), a stiffness per mass)
@@ -127,10 +129,10 @@ class _Search:
     """One equilibrium search (the module docstring); :meth:`run` returns an :class:`Equilibrium`."""
 
     def __init__(self, mech, t: float, first: Optional[float], rtol: float, atol: float,
-                 describe: Callable, notify: Optional[Callable] = None):
+                 free: Callable, explain: Callable, notify: Optional[Callable] = None):
         self.mech, self.t, self.rtol, self.atol = mech, float(t), rtol, atol
         self.first = 1.0 if first is None else float(first)
-        self.describe, self.notify = describe, notify
+        self.free, self.explain, self.notify = free, explain, notify
         m = mech.model
         self.nm, self.n_own = m.n_moving, m.elements.n_unknowns
         self.L, self.m_ref, self.j_ref = _scales(m)
@@ -198,11 +200,7 @@ class _Search:
         import scipy.sparse as sp
         import scipy.sparse.linalg as sla
         nm, n_own, L = self.nm, self.n_own, self.L
-        ev, R, Q = self._at(s0, mu)
-        if n_own:  # the reactions that balance the loads here: their geometric stiffness from the start
-            lam = balancing_multipliers(ev, ev.f - self.ext + mu * self.ext)
-            s0 = replace(s0, lam=lam)
-            ev, R, Q = self._at(s0, mu)
+        s0, ev, R, Q = self._balanced(s0, mu)  # the reactions' geometric stiffness from the start
         fref = max(float(np.max(Q)) if Q.size else 0.0, 1e-300)
         kref = max(fref / L, float(np.max(np.abs(ev.K.diagonal()))) if nm else 0.0)
         sigma0 = fref / (L * self.m_ref)
@@ -224,7 +222,8 @@ class _Search:
                 A = sp.bmat([[K, kref * ev.G.T], [kref * ev.G, None]], format="csc") if n_own else K.tocsc()
                 rhs = np.concatenate((R, -kref * ev.phi))
                 try:
-                    x = sla.splu(A).solve(rhs)
+                    lu = sla.splu(A)
+                    x = lu.solve(rhs)
                 except RuntimeError:  # exactly singular: a free motion; raise the shift
                     x = None
                 if x is None or not np.all(np.isfinite(x)):
@@ -235,8 +234,12 @@ class _Search:
                 dq = x[:6 * nm]
                 big = max(float(np.max(np.abs(dq.reshape(nm, 6)[:, :3]))) / L,
                           float(np.max(np.abs(dq.reshape(nm, 6)[:, 3:]))))
-                if big > RUNAWAY:
-                    self.describe(s, ev, R, mu, self.iterations)  # raises NoEquilibrium when a free motion is loaded
+                if big > RUNAWAY and sigma < 1e6 * sigma0:
+                    self._runaway(s, R, mu)  # raises NoEquilibrium when a free motion is loaded
+                    # a motion nearly free here (a body free to turn about its suspension point, a pendulum
+                    # at its dead point): a shift keeps it from swamping the rest of the correction
+                    sigma = max(100.0 * sigma, 1e-4 * sigma0)
+                    continue
                 curv = float(dq @ (ev.K @ dq))
                 mass = float(dq @ (ev.M @ dq))
                 if curv < 0.0 and mass > 0.0:
@@ -245,15 +248,16 @@ class _Search:
                         sigma = max(10.0 * sigma, 2.0 * (-curv) / mass, 1e-3 * sigma0)
                         continue
                 break
-            dth = dq.reshape(nm, 6)[:, 3:]
-            turn = float(np.max(np.linalg.norm(dth, axis=1)))
-            scale = min(1.0, ROTATION_LIMIT / turn) if turn > 0 else 1.0
+            scale = self._limit(dq)
             dq = dq * scale
             dlam = kref * x[6 * nm:] * scale
             # line search (backtracking, Armijo) on the merit; a shifted correction, which goes downhill in
             # the potential rather than towards the nearest stationary point, on the potential instead
             slope = float(R @ dq)
-            v0 = float(np.sum(ev.potential)) if downhill else 0.0
+            # after a failed line search too (σ raised): the residual's norm can be stationary where it is
+            # not zero (a pendulum on a spring, written horizontal: no stiffness along its swing there)
+            downhill = downhill or sigma > 1.01 * SIGMA_FLOOR * sigma0
+            v0 = float(np.sum(ev.potential))
             alpha, accepted = 1.0, False
             while alpha >= 1.0 / 64:
                 trial = advance(s, alpha * dq, nm)
@@ -265,11 +269,29 @@ class _Search:
                     alpha *= 0.5
                     continue
                 m_t = self._norms(R_t, ev_t.phi, fref)
-                if downhill and slope > 0:
+                ok = np.isfinite(m_t) and m_t <= (1.0 - 1e-4 * alpha) * merit
+                if not ok and alpha == 1.0 and scale == 1.0:
+                    # a second-order correction (SQP's against the Maratos effect): one more correction with
+                    # the same factorization from the trial point, which brings back what the curvature of
+                    # a stiff direction (a stiff spring swinging, a joint's rows) made of a straight step
+                    y = lu.solve(np.concatenate((R_t, -kref * ev_t.phi)))
+                    if np.all(np.isfinite(y)) and self._limit(y[:6 * nm]) == 1.0:
+                        soc = advance(trial, y[:6 * nm], nm)
+                        if n_own:
+                            soc = replace(soc, lam=trial.lam + kref * y[6 * nm:])
+                        try:
+                            ev_c, R_c, Q_c = self._at(soc, mu)
+                            m_c = self._norms(R_c, ev_c.phi, fref)
+                        except ValueError:
+                            m_c = np.inf
+                        if np.isfinite(m_c) and m_c <= (1.0 - 1e-4) * merit:
+                            trial, ev_t, R_t, Q_t, m_t, ok = soc, ev_c, R_c, Q_c, m_c, True
+                            dq = dq + y[:6 * nm]
+                if np.isfinite(m_t) and slope > 0 and (downhill or not ok):
+                    # or the potential falls (Armijo): where the residual's norm is no guide (a shifted
+                    # correction heading downhill; a residual norm stationary where it is not zero)
                     drop = float(np.sum(ev_t.potential)) - v0 - mu * float(self.ext @ (alpha * dq))
-                    ok = np.isfinite(m_t) and drop <= -1e-4 * alpha * slope
-                else:
-                    ok = np.isfinite(m_t) and m_t <= (1.0 - 1e-4 * alpha) * merit
+                    ok = ok or (drop <= -1e-4 * alpha * slope and (downhill or m_t <= 10.0 * merit))
                 if ok:
                     accepted = True
                     break
@@ -290,6 +312,44 @@ class _Search:
                 return s, it
         return None, MAX_ITERATIONS
 
+    def _reach(self, dq) -> float:
+        """The factor that makes ``dq`` turn a body by ROTATION_LIMIT or move one by TRANSLATION_LIMIT model
+        sizes, whichever comes first (inf for a zero ``dq``)."""
+        d = dq.reshape(self.nm, 6)
+        turn = float(np.max(np.linalg.norm(d[:, 3:], axis=1)))
+        move = float(np.max(np.linalg.norm(d[:, :3], axis=1)))
+        return min(ROTATION_LIMIT / turn if turn > 0 else np.inf,
+                   TRANSLATION_LIMIT * self.L / move if move > 0 else np.inf)
+
+    def _limit(self, dq) -> float:
+        """The factor (at most 1) that shortens ``dq`` to the correction limits."""
+        return min(1.0, self._reach(dq))
+
+    def _balanced(self, s, mu: float):
+        """``s`` with the multipliers that balance the loads there, and its evaluation (ev, R, Q)."""
+        ev, R, Q = self._at(s, mu)
+        if self.n_own:
+            s = replace(s, lam=balancing_multipliers(ev, ev.f - self.ext + mu * self.ext))
+            ev, R, Q = self._at(s, mu)
+        return s, ev, R, Q
+
+    def _runaway(self, s, R, mu: float) -> None:
+        """A correction ran away: raise NoEquilibrium if a free motion (nothing resists it) is loaded here
+        and still, the same way, after a probe step along it (a pendulum written horizontal has no
+        stiffness along its swing at that instant only: its reaction is zero there)."""
+        hit = self.free(s, R)
+        if hit is None:
+            return
+        d, load = hit
+        probe = advance(s, d * PROBE * self._reach(d), self.nm)
+        try:
+            s2, _, R2, _ = self._balanced(probe, mu)
+        except ValueError:  # an element undefined at the probe
+            return
+        again = self.free(s2, R2)
+        if again is not None and abs(float(again[0] @ d)) > 0.5:
+            raise self.explain(d, load, mu, self.iterations)
+
     def _small(self, dq, s) -> bool:
         """Whether the correction ``dq`` is within the tolerance of every body (m and rad)."""
         tol_r, tol_t = self._tolerances(s)
@@ -307,19 +367,21 @@ class _Search:
 
 
 def solve_statics(mech, t: float = 0.0, first: Optional[float] = None, rtol: float = 1e-8, atol: float = 1e-10,
-                  describe: Optional[Callable] = None, notify: Optional[Callable] = None) -> Equilibrium:
+                  free: Optional[Callable] = None, explain: Optional[Callable] = None,
+                  notify: Optional[Callable] = None) -> Equilibrium:
     """The static equilibrium of mechanism ``mech`` (:class:`mbsim.mechanics.Mechanism`) under its gravity,
     loads and drive positions at time ``t`` (the module docstring).
 
     ``first`` is the first increment of the load factor (None: 1, the whole load; halved while it fails);
-    ``rtol``/``atol`` the tolerances of the positions [m] and rotations [rad]; ``describe(state, ev, R, mu,
-    iterations)`` is called when a correction runs away, and raises :class:`NoEquilibrium` when a free
-    motion is loaded (:func:`mbsim.analysis.modes.free_motion_check`); ``notify(text)`` hears of every load
-    step.  Raises :class:`StaticsFailed` when the search gives up."""
-    if describe is None:
-        def describe(*args):
+    ``rtol``/``atol`` the tolerances of the positions [m] and rotations [rad].  When a correction runs
+    away, ``free(state, R)`` gives the free motion along which the residual ``R`` pushes, (direction,
+    load) or None (:func:`mbsim.analysis.modes.free_loaded_motion`), and ``explain(direction, load, mu,
+    iterations)`` the NoEquilibrium to raise; ``notify(text)`` hears of every load step.  Raises
+    :class:`StaticsFailed` when the search gives up."""
+    if free is None:
+        def free(*args):
             return None
-    return _Search(mech, t, first, rtol, atol, describe, notify).run()
+    return _Search(mech, t, first, rtol, atol, free, explain, notify).run()
 
 
 def describe_motion(model, d: np.ndarray, L: float) -> str:
@@ -357,13 +419,11 @@ def find_equilibrium(mech, spec, newton, notify: Optional[Callable] = None) -> E
     model = mech.model
     L = _scales(model)[0]
 
-    def describe(s, ev, R, mu, iterations):
-        lin = linearize_state(mech, s)
-        found = free_loaded_motion(lin, R, float(np.max(np.abs(R))) if R.size else 0.0)
-        if found is None:
-            return
-        d, load = found
-        raise NoEquilibrium(
+    def free(s, R):
+        return free_loaded_motion(linearize_state(mech, s), R, float(np.max(np.abs(R))) if R.size else 0.0)
+
+    def explain(d, load, mu, iterations):
+        return NoEquilibrium(
             f"no static equilibrium: the mechanism can move freely, with nothing to resist it, along a "
             f"direction in which a net load of {abs(load):.6g} (N, or N·m for a rotation) acts: "
             f"{describe_motion(model, d, L)} (the way the load pushes). Hold that motion (a joint, a spring, "
@@ -371,6 +431,6 @@ def find_equilibrium(mech, spec, newton, notify: Optional[Callable] = None) -> E
 
     rtol = spec.rtol if spec.rtol is not None else newton.rtol
     atol = spec.atol if spec.atol is not None else newton.atol
-    eq = solve_statics(mech, spec.time, spec.load_steps, rtol, atol, describe, notify)
+    eq = solve_statics(mech, spec.time, spec.load_steps, rtol, atol, free, explain, notify)
     st, _, _ = stability(linearize_state(mech, eq.state))
     return replace(eq, stability=st)

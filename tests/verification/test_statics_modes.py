@@ -275,3 +275,38 @@ def test_a_free_motion_under_load_has_no_equilibrium(case, words):
     assert res.status == "failed" and "no static equilibrium" in res.message and words in res.message
     with pytest.raises(mbsim.NoEquilibrium):
         mbsim.modes(sc)
+
+
+NO_EQUILIBRIUM = {  # the examples whose mechanism has none, and the motion that says so (their headers)
+    "joint_kinds": "body 'puck' translating along",  # a puck free on a tilted plane
+    "loads": "body 'rotor' rotating about [0, 0.6, 0.8]",  # a rotor free to turn, under a torque at t = 0
+}
+
+
+@pytest.mark.parametrize("name", ["car_body", "chain50", "double_pendulum_3d", "iftomm_a01_pendulum",
+                                  "iftomm_a01_revolute", "iftomm_a02_four_bars", "iftomm_a03_andrews",
+                                  "iftomm_a04_bricard", "iftomm_a05_governor", "joint_kinds", "loads",
+                                  "mass_spring_damper", "pendulum", "spatial_linkage", "spin_down"])
+def test_every_example_has_an_equilibrium_that_a_run_keeps_or_says_why_not(name):
+    """The statics of every example, from its configuration as written (pendulums released from the
+    horizontal on a stiff spring, spinning bodies hanging on springs, a governor, linkages): an equilibrium
+    where the time integration, started there at rest, finds no acceleration (its constrained equations of
+    motion, independent of the statics' residual), or no equilibrium with the free motion named."""
+    from pathlib import Path
+    from mbsim.scenario import load_scenario
+    from tests.integration._examples_util import scene_size
+    path = Path(__file__).resolve().parents[2] / "scenarios" / f"{name}.yaml"
+    res = mbsim.statics(path)
+    if name in NO_EQUILIBRIUM:
+        assert res.status == "failed" and NO_EQUILIBRIUM[name] in res.message
+        return
+    res.raise_for_status()
+    sc = load_scenario(path)
+    import dataclasses
+    sc = dataclasses.replace(sc, initial="equilibrium")
+    run = mbsim.simulate(sc, end=sc.time.step, interval=sc.time.step).raise_for_status()
+    # the run's initial accelerations (the constrained equations of motion, THEORY §11) vanish there
+    scale = np.linalg.norm(sc.gravity) + 1.0
+    assert np.abs(run["bodies/acceleration"][0]).max() < 1e-8 * scale
+    assert np.abs(run["bodies/angular_acceleration"][0]).max() < 1e-8 * scale / scene_size(sc)
+    np.testing.assert_allclose(run["bodies/position"][0], res["bodies/position"][0], atol=1e-12 * scene_size(sc))
