@@ -12,16 +12,22 @@ with the multipliers scaled by a reference stiffness k (the constraint rows as f
 - at the start of every load step, the multipliers that balance the loads at the current positions
   (``[M, Gᵀ; G, 0][a; λ] = [f; 0]``, the reactions at rest), so that the reactions' geometric stiffness
   is in K from the first iteration (without it a pendulum has no stiffness at all);
-- a **rotation limit**: a correction turning a body by more than :data:`ROTATION_LIMIT` rad is shortened;
-- a **line search** on the scaled residual norm (backtracking, Armijo);
+- **limits**: a correction turning a body by more than :data:`ROTATION_LIMIT` rad, or moving one by more
+  than :data:`TRANSLATION_LIMIT` model sizes, is shortened;
+- a **line search** on the scaled residual norm (backtracking, Armijo), with a second-order correction
+  (one more correction from the trial point with the same factorization: SQP's remedy for the Maratos
+  effect, a straight step stretching a stiff spring that swings on an arc) and the potential energy as a
+  second test where the residual's norm is stationary without being zero;
 - a **shift** σM where the stiffness along the correction is negative (a step towards a maximum of the
   potential, the top of a pendulum's swing): σ grows until the correction goes downhill, then shrinks
   by 10 per successful iteration; a floor :data:`SIGMA_FLOOR`·σ₀ keeps the matrix regular along free
   motions that nothing loads (a wheel on its axle), and does not change the solution (at it R = Φ = 0).
 
 A correction beyond :data:`RUNAWAY` times the model's size along a motion that the reduced stiffness
-does not resist, with a net load along it, is the sign of a mechanism without equilibrium:
-:class:`NoEquilibrium` names the bodies, the direction and the load.
+does not resist, with a net load along it here and a probe step (:data:`PROBE` of the limits) further
+along it, is the sign of a mechanism without equilibrium: :class:`NoEquilibrium` names the bodies, the
+direction and the load.  A motion free here only (a pendulum written horizontal: its reaction, and so
+its stiffness along the swing, is zero at that instant) gets a shift, and the search goes on.
 """
 from __future__ import annotations
 
@@ -69,8 +75,8 @@ class NoEquilibrium(StaticsFailed):
 @dataclass(frozen=True)
 class Equilibrium:
     """The result of :func:`solve_statics`: the ``state`` at rest (positions, orientations and the joints'
-    multipliers), ``load_steps`` load increments and ``iterations`` Newton iterations taken, the final
-    scaled ``residual`` and the reduced stiffness' ``stability`` (stable, unstable, neutral; filled in by
+    multipliers), ``load_steps`` load increments and ``iterations`` Newton iterations taken, the 2-norm of
+    the final ``residual`` f − Gᵀλ (N, N·m) and the reduced stiffness' ``stability`` (stable, unstable, neutral; filled in by
     the caller from :func:`mbsim.analysis.modes.lowest`)."""
 
     state: object
@@ -163,9 +169,7 @@ class _Search:
 
     # ---------------------------------------------------------------------------------------------
     def run(self) -> Equilibrium:
-        import scipy.sparse as sp
         m = self.mech.model
-        nm = self.nm
         s = self.mech.state(self.t, m.r0, m.q0, np.zeros((m.n_all, 3)), np.zeros((m.n_all, 3)),
                             np.zeros(self.n_own))
         mu, inc, steps = 0.0, self.first, 0
@@ -189,11 +193,8 @@ class _Search:
                     f"mechanism may have no equilibrium near its initial configuration (a spring too weak for "
                     f"its load, a linkage at a dead point): start it closer to its equilibrium, or give "
                     f"statics.load_steps a smaller first increment", mu, self.iterations)
-        ev, R, _ = self._at(s, 1.0, derivatives=False)
-        fref = max(float(np.max(np.abs(self.ext))) if self.ext.size else 0.0, self.m_ref * 1e-300)
-        res = self._norms(R, ev.phi, max(fref, float(np.max(np.abs(R))) if R.size else 0.0, 1e-300))
-        _ = sp  # (imported here so that a statics fails fast when SciPy is missing)
-        return Equilibrium(state=s, load_steps=steps, iterations=self.iterations, residual=res)
+        _, R, _ = self._at(s, 1.0, derivatives=False)
+        return Equilibrium(state=s, load_steps=steps, iterations=self.iterations, residual=float(np.linalg.norm(R)))
 
     def _newton(self, s0, mu: float):
         """Newton at load factor ``mu`` from ``s0``: (the converged state, iterations) or (None, iterations)."""

@@ -25,7 +25,7 @@ from typing import Optional
 import numpy as np
 
 from ..elements.base import DERIVATIVES, DG, GAMMA, JACOBIAN, VALUES, Y_GAMMA, Y_POTENTIAL, Y_POWER
-from ..kernels.rotations import cross, quat_to_matrix, skew
+from ..kernels.rotations import cross, quat_to_matrix
 from ..linalg import LinearSolver
 from . import blocks as kbl
 from . import constrained as kc

@@ -4,6 +4,7 @@ import subprocess
 import sys
 from pathlib import Path
 
+import numpy as np
 import pytest
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -70,3 +71,15 @@ def test_old_vs_new_alternates_two_checkouts():
         first = 3 if row[0] == "joint" else 2  # after the benchmark's name and N
         old, new, ratio = (float(x) for x in row[first:first + 3])
         assert old > 0 and new > 0 and ratio == pytest.approx(new / old, rel=2e-3)
+
+
+def test_modes_benchmark_runs_and_agrees_with_the_joint_angle_reference(tmp_path):
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "modes.py"), "--sizes", "4", "--count", "3",
+                        "--repeats", "1", "--no-exudyn", "--json"], capture_output=True, text=True, timeout=600,
+                       cwd=tmp_path)
+    assert r.returncode == 0, r.stderr
+    import json
+    row = json.loads(r.stdout)["results"][0]
+    assert "skipped" not in row["mbsim"], row["mbsim"]
+    np.testing.assert_allclose(row["mbsim"]["frequency"], row["reference"], rtol=1e-10)
+    assert row["mbsim"]["process_s"] > 0

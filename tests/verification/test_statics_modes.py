@@ -310,3 +310,39 @@ def test_every_example_has_an_equilibrium_that_a_run_keeps_or_says_why_not(name)
     assert np.abs(run["bodies/acceleration"][0]).max() < 1e-8 * scale
     assert np.abs(run["bodies/angular_acceleration"][0]).max() < 1e-8 * scale / scene_size(sc)
     np.testing.assert_allclose(run["bodies/position"][0], res["bodies/position"][0], atol=1e-12 * scene_size(sc))
+
+
+def _chain(n, dampers=0.0):
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from modes import chain_dict  # the benchmark's chain: 1 m of n rods on revolute joints about y
+    sc = chain_dict(n)
+    if dampers:
+        sc.setdefault("connectors", []).extend(
+            {"type": "torsional_damper", "bodies": [j["bodies"][0], j["bodies"][1]], "damping": dampers,
+             "projection": "P3", "axis": [0, 1, 0]} for j in sc["joints"])
+    return sc
+
+
+def test_the_sparse_shift_invert_matches_the_joint_angle_eigenproblem():
+    """A chain of 250 rods (1500 unknowns of the bodies: the sparse path, no null-space basis) against the
+    chain's eigenproblem in joint angles (benchmarks/chain_modes_reference.py, written independently)."""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, str(Path(__file__).resolve().parents[2] / "benchmarks"))
+    from chain_modes_reference import chain_frequencies
+    modes = mbsim.modes(_chain(250), count=10)
+    assert "sparse" in modes.result.attrs["modes_method"]
+    np.testing.assert_allclose(modes.frequency, chain_frequencies(250, 10), rtol=1e-9)
+
+
+def test_the_sparse_first_order_pencil_matches_the_dense_modes_of_a_damped_chain():
+    sc = _chain(12, dampers=2e-4)
+    dense = mbsim.modes(sc, count=6, dense=True)
+    sparse = mbsim.modes(sc, count=6, dense=False)
+    assert "first order" in dense.result.attrs["modes_method"] and "first-order" in sparse.result.attrs["modes_method"]
+    assert (dense.damping_ratio > 1e-5).all()  # every mode damped
+    np.testing.assert_allclose(sparse.eigenvalue, dense.eigenvalue, rtol=1e-9)
+    for k in range(6):  # the same shapes (each scaled to its largest entry 1)
+        np.testing.assert_allclose(sparse.shape[k], dense.shape[k], atol=1e-7)
