@@ -489,6 +489,19 @@ def _labels(hs) -> list:
     return [f"Δt = {h:.6g} s" for h in hs]
 
 
+def _equilibrium_start(scenario):
+    """``initial: equilibrium``: the poses (scenario order) the runs start from, for the reference to start
+    there too; None for ``as_given``."""
+    if scenario.initial != "equilibrium":
+        return None
+    from .analysis.statics import find_equilibrium
+    from .mechanics import Mechanism
+    from .model.model import Model
+    model = Model(scenario)
+    eq = find_equilibrium(Mechanism(model), scenario.statics, scenario.integrator)
+    return eq.state.r[model.order], eq.state.q[model.order]
+
+
 def _reference(scenario, done, rtol, atol):
     """Solve the reference at the frame times of the completed runs."""
     times = np.unique(np.concatenate([r.frames_data["time"] for r in done]))
@@ -499,8 +512,9 @@ def _reference(scenario, done, rtol, atol):
     k = REFERENCE_CHECK_FACTOR
     check_rtol = float(f"{k * rtol:.12g}")  # 1e-10, not 9.999999999999999e-11, in reports
     try:
-        sol = solve_reference(scenario, times, rtol=rtol, atol=atol)
-        check = solve_reference(scenario, times, rtol=check_rtol, atol=k * atol)
+        start = _equilibrium_start(scenario)
+        sol = solve_reference(scenario, times, rtol=rtol, atol=atol, poses=start)
+        check = solve_reference(scenario, times, rtol=check_rtol, atol=k * atol, poses=start)
     except (RuntimeError, ValueError, ArithmeticError, np.linalg.LinAlgError) as exc:
         return ReferenceRun("failed", str(exc), "DOP853", rtol, atol, check_rtol=check_rtol), None, None
     return (ReferenceRun("completed", "", sol.method, rtol, atol, sol.nfev + check.nfev,

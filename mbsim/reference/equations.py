@@ -570,6 +570,18 @@ class EquationsOfMotion:
         self._newton_tol = 1e-14 * scale
 
     # ----------------------------------------------------------- state views
+    def start_at(self, position, orientation) -> None:
+        """Start from the positions and orientations (B, 3), (B, 4) of every declared body, in scenario order,
+        at rest (``initial: equilibrium``: the caller found them); connectors and joints keep the geometry
+        of the scenario's configuration, as they were built from it."""
+        y = self.y0.copy()
+        r, q, v, w, _, _ = self.split(y)
+        r[:] = np.asarray(position, dtype=float)[self._mi]
+        q[:] = _normalize(np.asarray(orientation, dtype=float)[self._mi])
+        v[:] = 0.0
+        w[:] = 0.0
+        self.y0 = self.project(y, 0.0) if self._nj else y
+
     def split(self, y):
         """Views of the state blocks: r, q, v, ω (N, 3|4), dissipated, external work."""
         n = self.n_moving

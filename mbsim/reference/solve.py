@@ -192,7 +192,7 @@ def _integrate_projected(eom, times, method, rtol, atol):
 
 
 def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853",
-                    rtol=1e-11, atol=1e-12, project=True) -> ReferenceSolution:
+                    rtol=1e-11, atol=1e-12, project=True, poses=None) -> ReferenceSolution:
     """Integrate the continuous equations of motion of ``scenario``.
 
     Parameters
@@ -217,6 +217,10 @@ def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853"
         there (default).  False
         integrates the index-1 equations in one go and lets them drift (for
         measuring the drift).  Without joints it has no effect.
+    poses : (positions (B, 3), orientations (B, 4)), optional
+        Start from these poses of the declared bodies (scenario order) at rest instead of the scenario's
+        initial state: the equilibrium of ``initial: equilibrium``, which the caller solves (the reference
+        integrates the dynamics from it; it does not search equilibria).
 
     Returns
     -------
@@ -239,6 +243,8 @@ def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853"
         raise ValueError("`times` must be a non-empty, non-decreasing sequence of times >= 0")
 
     eom = equations_of_motion(scenario)
+    if poses is not None:
+        eom.start_at(*poses)
     if eom.joint_names and project:
         states, nfev = _integrate_projected(eom, times, method, rtol, atol)
     elif times[-1] > 0.0:
