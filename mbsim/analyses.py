@@ -87,8 +87,7 @@ def _timeless(sc: Scenario) -> Scenario:
 def _write(path: str, sc: Scenario, frames: dict, result: Result) -> None:
     """Write ``result`` (its one frame ``frames``, its /modes) to ``path`` whole: under a temporary name,
     then moved into place (nothing half-written)."""
-    import h5py
-    from .io.writer import write_trajectory
+    from .io.writer import write_modes, write_trajectory
     counters = ("steps", "newton_iterations", "rejected_steps", "wall_time_s")
     attrs = {k: v for k, v in result.attrs.items() if k not in ("format", "status", "message") + counters}
     os.makedirs(os.path.dirname(os.path.abspath(path)) or ".", exist_ok=True)
@@ -97,26 +96,15 @@ def _write(path: str, sc: Scenario, frames: dict, result: Result) -> None:
         write_trajectory(tmp, sc, frames, attrs, result.status, result.message,
                          {k: result.attrs[k] for k in counters if k in result.attrs})
         if "modes/frequency" in result._data:
-            with h5py.File(tmp, "a") as f:
-                g = f.create_group("modes")
-                for name, units, desc in MODE_DATASETS:
-                    ds = g.create_dataset(name, data=np.asarray(result[f"modes/{name}"]))
-                    ds.attrs["units"] = units
-                    ds.attrs["description"] = desc
+            write_modes(tmp, _modes_of(result._data))
         os.replace(tmp, path)
     finally:
         if os.path.exists(tmp):
             os.remove(tmp)
 
 
-MODE_DATASETS = (
-    ("eigenvalue", "1/s", "s = [Re, Im] of each mode, Im >= 0 (THEORY §12)"),
-    ("frequency", "Hz", "natural frequency |s|/(2 pi); 0 for a rigid-body mode"),
-    ("damping_ratio", "1", "-Re s/|s| (0 undamped; NaN for a rigid-body mode)"),
-    ("shape", "m, rad", "[dr, dtheta] per body, world axes, real part; largest entry exactly 1"),
-    ("shape_imag", "m, rad", "imaginary part of the shape, same scaling"),
-    ("rigid_body", "1", "whether the mode is a rigid-body mode (a motion nothing resists)"),
-)
+def _modes_of(data: dict) -> dict:
+    return {k[len("modes/"):]: v for k, v in data.items() if k.startswith("modes/")}
 
 
 def default_output(sc: Scenario, analysis: str) -> str:

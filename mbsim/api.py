@@ -775,6 +775,9 @@ class Result:
             write_trajectory(path, static, {k: d[k] for k in frame_datasets(len(static.joints))}, attrs,
                              status=self.status,
                              message=self.message, counters=counters)
+            if "modes/frequency" in d:  # a modes result: its /modes too
+                from .io.writer import write_modes
+                write_modes(path, {k[len("modes/"):]: v for k, v in d.items() if k.startswith("modes/")})
         except OSError as exc:
             from . import driver
             raise driver.OutputFileError(path, os.strerror(exc.errno) if exc.errno else str(exc)) from exc

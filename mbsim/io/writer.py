@@ -355,3 +355,26 @@ def write_trajectory(path, scenario, frames: dict, attrs: dict, status: str = "c
             f.attrs[k] = v
         f.attrs["status"] = status
         f.attrs["message"] = message
+
+
+# /modes of a modes file (OUTPUT.md, "Statics and modes files"): name -> (units, description)
+MODE_DATASETS = {
+    "eigenvalue": ("1/s", "s = [Re, Im] of each mode, Im >= 0 (THEORY §12)"),
+    "frequency": ("Hz", "natural frequency |s|/(2 pi); 0 for a rigid-body mode"),
+    "damping_ratio": ("1", "-Re s/|s| (0 undamped; NaN for a rigid-body mode)"),
+    "shape": ("m, rad", "[dr, dtheta] per body, world axes, real part; the entry of largest modulus exactly 1"),
+    "shape_imag": ("m, rad", "imaginary part of the shape, same scaling"),
+    "rigid_body": ("1", "whether the mode is a rigid-body mode (a motion nothing resists)"),
+}
+
+
+def write_modes(path, modes: dict) -> None:
+    """Add the group ``/modes`` to the trajectory file at ``path``: ``modes`` maps every name of
+    :data:`MODE_DATASETS` to its array."""
+    with h5py.File(str(path), "a") as f:
+        g = f.create_group("modes")
+        for name, (units, desc) in MODE_DATASETS.items():
+            ds = g.create_dataset(name, data=np.asarray(modes[name]))
+            ds.attrs["units"] = units
+            ds.attrs["description"] = desc
+

@@ -126,3 +126,14 @@ def test_animate_a_mode_of_a_modes_file(tmp_path):
     gif = tmp_path / "mode1.gif"
     assert main(["animate", str(out), "--mode", "1", "-o", str(gif)]) == 0
     assert gif.stat().st_size > 0
+
+
+def test_a_modes_result_saved_from_python_keeps_its_modes(tmp_path):
+    sc = textwrap.dedent(PENDULUM)
+    import yaml
+    modes = mbsim.modes(yaml.safe_load(sc))
+    path = modes.result.save(tmp_path / "m.h5")
+    back = mbsim.load(path).modes
+    np.testing.assert_array_equal(back.frequency, modes.frequency)
+    np.testing.assert_array_equal(back.shape, modes.shape)
+    assert back.degrees_of_freedom == 1 and back.linearized_about == "equilibrium"
