@@ -215,14 +215,15 @@ def _linearization(sc, about, inputs, notify=None):
 
 def modes(scenario: Union[str, os.PathLike, dict, Scenario], *, count: Optional[int] = None,
           about: str = "equilibrium", output: Optional[str] = None, overwrite: bool = False,
-          notify=None, dense: Optional[bool] = None) -> Modes:
+          notify=None, dense: Optional[bool] = None, export: Optional[str] = None) -> Modes:
     """The lowest modes of a scenario linearized about its equilibrium (default, solved first) or its
     initial state (THEORY §12; ``mbsim modes``): natural frequencies, damping ratios, complex shapes per
     body, rigid-body modes once per free degree of freedom (:class:`Modes`).
 
     ``count`` modes (default: 10, or all when there are fewer degrees of freedom); ``output`` also writes
     the OUTPUT.md modes file; ``dense`` forces (True) or forbids (False) the dense null-space path (default:
-    dense up to 200 moving bodies, sparse shift-invert beyond).
+    dense up to 200 moving bodies, sparse shift-invert beyond); ``export`` also writes the linear model
+    (:func:`export_linear`: ``.mat`` or ``.npz``).
 
     About a state that is not an equilibrium (``about="initial"`` with bodies accelerating), ``notify`` is
     told so: the linearization then includes the unbalanced forces.
@@ -238,6 +239,8 @@ def modes(scenario: Union[str, os.PathLike, dict, Scenario], *, count: Optional[
     sc = _scenario(scenario)
     if output is not None:
         _check_writable(os.fspath(output), overwrite)
+    if export is not None and not os.fspath(export).endswith((".mat", ".npz")):
+        raise AnalysisError(f"the linear model is written to .mat (MATLAB) or .npz (numpy) files, got {export!r}")
     t0 = _time.monotonic()
     lin, mech, info = _linearization(sc, about, (), notify)
     dof = degrees_of_freedom(lin)
@@ -255,6 +258,8 @@ def modes(scenario: Union[str, os.PathLike, dict, Scenario], *, count: Optional[
                f"rad/s²): the linearization about it includes the unbalanced forces; --about equilibrium "
                f"linearizes about the equilibrium instead")
     ms = compute_modes(lin, k, dense)
+    if export is not None:
+        export_linear(lin, os.fspath(export))
     st = info["stability"] if "stability" in info else stability(lin)[0]
     m = mech.model
     B = len(sc.bodies)

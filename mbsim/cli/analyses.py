@@ -148,14 +148,12 @@ def _cmd_modes(args) -> int:
     if args.export is not None and not args.export.endswith((".mat", ".npz")):
         _err(f"--export writes a .mat (MATLAB) or .npz (numpy) file, got {args.export!r}")
         return EXIT_INVALID
-    from ..analyses import AnalysisError, StaticsFailed, export_linear, linearize, modes
+    from ..analyses import AnalysisError, StaticsFailed, modes
     quiet = args.quiet or args.json
     dense = {"auto": None, "dense": True, "sparse": False}[args.method]
     try:
         ms = modes(sc, count=args.count, about=args.about, output=out, overwrite=True, dense=dense,
-                   notify=None if args.quiet else (lambda t: _err(f"warning: {t}")))
-        if args.export is not None:
-            export_linear(linearize(sc, about=args.about), args.export)
+                   notify=None if args.quiet else (lambda t: _err(f"warning: {t}")), export=args.export)
     except AnalysisError as exc:
         _err(f"{args.scenario}: {exc}")
         return EXIT_INVALID
