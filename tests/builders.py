@@ -21,6 +21,13 @@ def spring(name, a, b, pa, pb, k, L0=None):
     return ConnectorSpec(name, "spring", a, b, points=fa([pa, pb]), stiffness=float(k), rest_length=L0)
 
 
+def spring_curve(name, a, b, pa, pb, curve, L0=None):
+    """A spring whose force is the curve ``[[deflection, force], …]`` (SCENARIO.md, force_curve)."""
+    L0 = float(np.linalg.norm(np.subtract(pb, pa))) if L0 is None else float(L0)
+    return ConnectorSpec(name, "spring", a, b, points=fa([pa, pb]), rest_length=L0,
+                         params={"force_curve": np.asarray(curve, dtype=float)})
+
+
 def damper(name, a, b, pa, pb, c, axial=False):
     return ConnectorSpec(name, "damper", a, b, points=fa([pa, pb]), damping=float(c),
                          params={"axial": True} if axial else {})

@@ -276,6 +276,40 @@ class _Kinematics(NamedTuple):
 # --------------------------------------------------------------------------
 # the equations
 # --------------------------------------------------------------------------
+class _Curve:
+    """A spring's force curve as the reference states it: SciPy's PCHIP interpolant of the points,
+    continued linearly with its end slopes; the energy its integral from deflection 0."""
+
+    def __init__(self, points):
+        from scipy.interpolate import PchipInterpolator
+        pts = np.asarray(points, dtype=float).reshape(-1, 2)
+        self.d, self.f = pts[:, 0], pts[:, 1]
+        self.p = PchipInterpolator(self.d, self.f, extrapolate=False)
+        self.slope = self.p.derivative()(self.d[[0, -1]]) if len(self.d) > 2 else \
+            np.full(2, (self.f[1] - self.f[0]) / (self.d[1] - self.d[0]))
+        self.integral = self.p.antiderivative()  # from d[0]
+        self.zero = self._primitive(0.0)
+
+    def force(self, x: float) -> float:
+        if x < self.d[0]:
+            return float(self.f[0] + self.slope[0] * (x - self.d[0]))
+        if x > self.d[-1]:
+            return float(self.f[-1] + self.slope[1] * (x - self.d[-1]))
+        return float(self.p(x))
+
+    def _primitive(self, x: float) -> float:
+        if x < self.d[0]:
+            u = x - self.d[0]
+            return float(u * (self.f[0] + 0.5 * self.slope[0] * u))
+        if x > self.d[-1]:
+            u = x - self.d[-1]
+            return float(self.integral(self.d[-1]) + u * (self.f[-1] + 0.5 * self.slope[1] * u))
+        return float(self.integral(x))
+
+    def energy(self, x: float) -> float:
+        return self._primitive(x) - self.zero
+
+
 class EquationsOfMotion:
     """Right-hand side of the continuous equations of motion of a scenario.
 
@@ -424,8 +458,11 @@ class EquationsOfMotion:
         self._za = matvec(rot0_t[ia], pts[:, 0] - self._r0_e[ia])
         self._zb = matvec(rot0_t[ib], pts[:, 1] - self._r0_e[ib])
         self._za[p:] = self._zb[p:] = 0.0
-        self._k = np.array([c.stiffness for c in cs[:ns]], dtype=float)
+        self._k = np.array([c.stiffness if c.stiffness is not None else 0.0 for c in cs[:ns]], dtype=float)
         self._l0 = np.array([c.rest_length for c in cs[:ns]], dtype=float)
+        # force curves (THEORY §13): SciPy's PCHIP between the points, linear beyond with the end slopes
+        self._curves = [(i, _Curve(c.params["force_curve"])) for i, c in enumerate(cs[:ns])
+                        if c.params and c.params.get("force_curve") is not None]
         self._eps = np.array([c.damping for c in cs[ns:p]], dtype=float)[:, None]
         self._axial = np.array([bool(c.params.get("axial", False)) for c in cs[ns:p]], dtype=bool)
         self._damper_names = [c.name for c in cs[ns:p]]
@@ -647,6 +684,12 @@ class EquationsOfMotion:
                                    "with rest length > 0, so its direction is undefined")
             safe = np.where(length > 0.0, length, 1.0)  # L0 = 0 needs no direction
             f[:ns] = (self._k * (1.0 - self._l0 / safe))[:, None] * kin.c[:ns]
+            for i, curve in self._curves:  # the tension T(L − L0) along the line: T c/L on A
+                tension = curve.force(length[i] - self._l0[i])
+                if length[i] == 0.0 and tension != 0.0:
+                    raise RuntimeError(f"spring '{self._spring_names[i]}': insertion points coincide at t = {t:.9g} "
+                                       f"under a force {tension:g} N, so its direction is undefined")
+                f[i] = tension / safe[i] * kin.c[i]
 
         # damper, THEORY §7: f = ε_c (v_pt,B − v_pt,A), full relative velocity; axial: its component
         # along the line, f = ε_c L̇ c/L (L̇ = c·Δv/L)
@@ -1052,6 +1095,8 @@ class EquationsOfMotion:
         stretch = kin.length[:self._ns] - self._l0
         height_energy = float(np.sum(m * kin.r @ self.gravity))  # Σ m g·r
         potential = 0.5 * float(np.sum(self._k * stretch ** 2)) - height_energy
+        for i, curve in self._curves:
+            potential += curve.energy(float(stretch[i]))
         for kind, rows, el in self._plugins:
             potential += float(np.sum(self._plugin_rows(kind, rows, el, kin, t)[:, 10]))
         return Energies(kinetic, potential, np.sum(m * kin.v, axis=0),

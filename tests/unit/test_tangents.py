@@ -22,7 +22,7 @@ from mbsim.elements import BY_TYPE, ELEMENTS
 from mbsim.integrators import GeneralizedAlpha, State
 from mbsim.model.model import Model
 from mbsim.kernels.rotations import cay_quat, quat_mul, quat_normalize, skew, tmat
-from tests.builders import body, damper, load, scenario, spring, torsional
+from tests.builders import body, damper, load, scenario, spring, spring_curve, torsional
 
 DT = 0.02
 
@@ -91,11 +91,16 @@ def two_bodies(fixed_case):
 
 
 PA, PB = (0.2, 0.25, 0.2), (0.7, -0.2, 0.8)
+CURVE = [[-0.5, -60.0], [0.0, 0.0], [0.3, 45.0], [0.45, 90.0], [0.6, 200.0], [1.0, 700.0]]
 
 # Example instances of every registered element kind, by variant: the element tests below run each.
 EXAMPLES = {
     "spring": {"rest length": lambda A, B: spring("k", A, B, PA, PB, 250.0, 0.4),
-               "zero length": lambda A, B: spring("k", A, B, PA, PB, 250.0, 0.0)},
+               "zero length": lambda A, B: spring("k", A, B, PA, PB, 250.0, 0.0),
+               # a hardening force curve (PCHIP): the deflections of the tests' states, ~0.5 m, in its inside
+               "force curve": lambda A, B: spring_curve("k", A, B, PA, PB, CURVE, 0.4),
+               # … and on its linear continuation beyond the last point
+               "force curve, continued": lambda A, B: spring_curve("k", A, B, PA, PB, CURVE[:3], 0.4)},
     "damper": {"": lambda A, B: damper("d", A, B, PA, PB, 3.0),
                "axial": lambda A, B: damper("d", A, B, PA, PB, 3.0, axial=True)},
     "torsional_damper": {p: (lambda A, B, p=p: torsional("t", A, B, 2.0, p, axis=(0.3, -0.5, 0.8)))
@@ -231,7 +236,7 @@ SEED_BY_HAND = ("spring", "damper", "torsional_damper")  # the kinds whose §8 m
 @pytest.mark.parametrize("kind,variant", CASES)
 def test_seed_tangent_reproduces_the_excerpts_matrices(kind, variant):
     """``tangent: seed`` is THEORY §8's matrix for the kinds it gives one for, and the consistent
-    tangent for every other registered kind and variant (the axial damper)."""
+    tangent for every other registered kind and variant (the axial damper, a spring's force curve)."""
     if kind == "torsional_damper" and variant == "none":
         pytest.skip("no moment, no tangent: nothing to compare")
     bodies, (A, B) = two_bodies("moving")
@@ -243,7 +248,7 @@ def test_seed_tangent_reproduces_the_excerpts_matrices(kind, variant):
     d, th = random_iterate(ga.model, s, rng)
     K_local = local_tangent(ga, s, d, th, "seed")
     K_cons = local_tangent(ga, s, d, th, "consistent")
-    if kind not in SEED_BY_HAND or variant == "axial":
+    if kind not in SEED_BY_HAND or variant == "axial" or variant.startswith("force curve"):
         assert np.array_equal(K_local, K_cons)
         return
     K_hand = seed_blocks_by_hand(kind.split("_")[0], ga, s, d, th, conn, variant)
