@@ -28,6 +28,17 @@ def spring_curve(name, a, b, pa, pb, curve, L0=None):
                          params={"force_curve": np.asarray(curve, dtype=float)})
 
 
+def bushing(name, a, b, point, K, C=None, preload=None, axes=None):
+    """A bushing at ``point`` (SCENARIO.md, bushing): K and C 6×6 (or 6 diagonal values)."""
+    def six(M):
+        M = np.zeros((6, 6)) if M is None else np.asarray(M, dtype=float)
+        return np.diag(M) if M.ndim == 1 else M
+    return ConnectorSpec(name, "bushing", a, b, points=fa([point, point]),
+                         params={"bushing_axes": np.eye(3) if axes is None else np.asarray(axes, float),
+                                 "bushing_stiffness": six(K), "bushing_damping": six(C),
+                                 "preload": np.zeros(6) if preload is None else np.asarray(preload, float)})
+
+
 def damper(name, a, b, pa, pb, c, axial=False):
     return ConnectorSpec(name, "damper", a, b, points=fa([pa, pb]), damping=float(c),
                          params={"axial": True} if axial else {})

@@ -6,6 +6,7 @@
 :func:`register`.
 """
 from .base import ElementKind, Elements  # noqa: F401
+from .bushing import Bushing
 from .damper import Damper
 from .joints import KINDS as JOINTS
 from .spring import Spring
@@ -15,6 +16,7 @@ ELEMENTS: tuple[type[ElementKind], ...] = (
     Spring,
     Damper,
     TorsionalDamper,
+    Bushing,
 ) + JOINTS
 
 BY_TYPE: dict[str, type[ElementKind]] = {k.type: k for k in ELEMENTS}

@@ -145,7 +145,7 @@ class ElementKind:
     failure: ClassVar[str] = "is undefined at this state"
     unknowns: ClassVar[tuple] = ()  # ("translation" | "rotation", …): own unknowns per instance
     section: ClassVar[str] = "connectors"  # the scenario list of its instances
-    draw: ClassVar[str] = "line"  # how the tools draw it: "coil", "dashpot", "twist", "joint", "line"
+    draw: ClassVar[str] = "line"  # how the tools draw it: "coil", "dashpot", "twist", "point", "joint", "line"
     outputs: ClassVar[tuple] = ("force", "moment")  # what /connectors/* (or /joints/*) of it mean
     dissipates: ClassVar[bool] = True  # whether it can dissipate energy (its law's Y_POWER can be nonzero)
     law: ClassVar[Callable]

@@ -37,6 +37,7 @@ from dataclasses import dataclass
 from typing import NamedTuple, Optional
 
 import numpy as np
+from scipy.spatial.transform import Rotation
 from scipy import sparse
 from scipy.linalg import qr
 from scipy.linalg.lapack import dtrtrs
@@ -276,6 +277,14 @@ class _Kinematics(NamedTuple):
 # --------------------------------------------------------------------------
 # the equations
 # --------------------------------------------------------------------------
+def _left_jacobian_inverse(theta) -> np.ndarray:
+    """J_l(θ)⁻¹ = I − ½ θ̂ + (1/φ² − (1 + cos φ)/(2 φ sin φ)) θ̂², φ = |θ| (a series below 1e-3 rad)."""
+    phi = float(np.linalg.norm(theta))
+    t = np.array([[0.0, -theta[2], theta[1]], [theta[2], 0.0, -theta[0]], [-theta[1], theta[0], 0.0]])
+    c = 1.0 / 12.0 + phi ** 2 / 720.0 if phi < 1e-3 else 1.0 / phi ** 2 - (1.0 + np.cos(phi)) / (2.0 * phi * np.sin(phi))
+    return np.eye(3) - 0.5 * t + c * t @ t
+
+
 class _Curve:
     """A spring's force curve as the reference states it: SciPy's PCHIP interpolant of the points,
     continued linearly with its end slopes; the energy its integral from deflection 0."""
@@ -437,7 +446,7 @@ class EquationsOfMotion:
 
     # ---------------------------------------------------------------- setup
     def _init_connectors(self, connectors, index):
-        kinds = ("spring", "damper", "torsional_damper")
+        kinds = ("spring", "damper", "torsional_damper", "bushing")
         plugins = list(dict.fromkeys(c.type for c in connectors if c.type not in kinds))  # scenario order
         order = [i for kind in kinds + tuple(plugins) for i, c in enumerate(connectors) if c.type == kind]
         cs = [connectors[i] for i in order]
@@ -476,6 +485,20 @@ class EquationsOfMotion:
         axes = np.array([np.zeros(3) if c.axis is None else c.axis for c in ts],
                         dtype=float).reshape(-1, 3)
         self._axis_mat = matvec(rot0_t[ia[p:self._nq]], axes)
+        # bushings (THEORY §13): arms of their point, their frame E as material axes of A and of B
+        self._nb = self._nq + sum(c.type == "bushing" for c in cs)
+        bs = cs[self._nq:self._nb]
+        if bs:
+            sl = slice(self._nq, self._nb)
+            pts_b = np.array([c.points for c in bs], dtype=float).reshape(-1, 2, 3)
+            self._za[sl] = matvec(rot0_t[ia[sl]], pts_b[:, 0] - self._r0_e[ia[sl]])
+            self._zb[sl] = matvec(rot0_t[ib[sl]], pts_b[:, 1] - self._r0_e[ib[sl]])
+            frames = np.array([c.params["bushing_axes"] for c in bs], dtype=float)  # rows: the axes at t = 0
+            self._bush_ea = rot0_t[ia[sl]] @ frames.transpose(0, 2, 1)  # columns: E as material vectors of A
+            self._bush_eb = rot0_t[ib[sl]] @ frames.transpose(0, 2, 1)  # … and of B
+            self._bush_k = np.array([c.params["bushing_stiffness"] for c in bs], dtype=float)
+            self._bush_c = np.array([c.params["bushing_damping"] for c in bs], dtype=float)
+            self._bush_p = np.array([c.params["preload"] for c in bs], dtype=float)
         self._plugins = self._init_plugins(plugins, cs, index)
 
     def _init_plugins(self, types, cs, index):
@@ -483,7 +506,7 @@ class EquationsOfMotion:
         Their arms join ``_za``, ``_zb`` (zero for a kind without points), so they share the kinematics."""
         from mbsim.elements import BY_TYPE
         from mbsim.elements.base import Elements
-        out, lo = [], self._nq
+        out, lo = [], self._nb
         for typ in types:
             kind = BY_TYPE.get(typ)
             if kind is None:
@@ -652,6 +675,38 @@ class EquationsOfMotion:
         out_v[self._mi], out_w[self._mi] = v, w
         return out_r, out_q, out_v, out_w
 
+    def _bushing_deflection(self, kin):
+        """Per bushing: E (world columns), the deflection δ (6), its rate δ̇ (6), J_l⁻ᵀ(θ) and d."""
+        sl = slice(self._nq, self._nb)
+        ia, ib = self._ia[sl], self._ib[sl]
+        E = np.einsum("nij,njk->nik", kin.rot_e[ia], self._bush_ea)  # R_A R_A0ᵀ E_0
+        F = np.einsum("nij,njk->nik", kin.rot_e[ib], self._bush_eb)
+        Q = np.einsum("nji,njk->nik", E, F)  # Eᵀ F
+        theta = Rotation.from_matrix(Q).as_rotvec()
+        d = kin.c[sl]
+        ddot = (kin.v_e[ib] + cross(kin.w_e[ib], kin.z_b[sl])) - (kin.v_e[ia] + cross(kin.w_e[ia], kin.z_a[sl]))
+        u = ddot - cross(kin.w_e[ia], d)
+        rel = np.einsum("nji,nj->ni", E, kin.w_e[ib] - kin.w_e[ia])
+        jl_inv = np.array([_left_jacobian_inverse(th) for th in theta])
+        delta = np.concatenate((np.einsum("nji,nj->ni", E, d), theta), axis=1)
+        rate = np.concatenate((np.einsum("nji,nj->ni", E, u), np.einsum("nij,nj->ni", jl_inv, rel)), axis=1)
+        return E, delta, rate, jl_inv.swapaxes(-1, -2), d
+
+    def _bushings(self, kin):
+        """Force on A, pure moments on A and (with the opposite sign) on B, and the dissipated power of the
+        bushings: g = −(p + Kδ + Cδ̇) on B in E's axes, its moment through J_l⁻ᵀ (THEORY §13)."""
+        E, delta, rate, jl_inv_t, d = self._bushing_deflection(kin)
+        g = -(self._bush_p + np.einsum("nij,nj->ni", self._bush_k, delta)
+              + np.einsum("nij,nj->ni", self._bush_c, rate))
+        on_b = np.einsum("nij,nj->ni", E, g[:, :3])  # the force on B's point
+        moment_b = np.einsum("nij,nj->ni", E, np.einsum("nij,nj->ni", jl_inv_t, g[:, 3:]))
+        power = float(np.sum(rate * np.einsum("nij,nj->ni", self._bush_c, rate)))
+        return -on_b, -moment_b + cross(on_b, d), -moment_b, power
+
+    def _bushing_energy(self, kin) -> float:
+        _, delta, _, _, _ = self._bushing_deflection(kin)
+        return float(0.5 * np.sum(delta * np.einsum("nij,nj->ni", self._bush_k, delta)) + np.sum(self._bush_p * delta))
+
     def _kinematics(self, y) -> _Kinematics:
         r, q, v, w, _, _ = self.split(y)
         q = _normalize(q)  # the integrator lets |q| drift at the tolerance level
@@ -719,8 +774,13 @@ class EquationsOfMotion:
             nw = np.einsum("ij,ij->i", n, wr)[:, None]
             m[p:nt] = self._chi * (self._pa * wr + self._pb * nw * n)
             dissipation += float(np.vdot(m[p:nt], wr))
-        if self._plugins:
+        if self._nb > nt:  # bushings
             mb = m.copy()
+            f_b, m_b, mb_b, power = self._bushings(kin)
+            f[nt:self._nb], m[nt:self._nb], mb[nt:self._nb] = f_b, m_b, mb_b
+            dissipation += power
+        if self._plugins:
+            mb = mb.copy() if mb is not m else m.copy()
             for kind, rows, el in self._plugins:
                 y = self._plugin_rows(kind, rows, el, kin, t)
                 f[rows], m[rows], mb[rows] = -y[:, 0:3], y[:, 3:6], -y[:, 6:9]
@@ -1097,6 +1157,8 @@ class EquationsOfMotion:
         potential = 0.5 * float(np.sum(self._k * stretch ** 2)) - height_energy
         for i, curve in self._curves:
             potential += curve.energy(float(stretch[i]))
+        if self._nb > self._nq:
+            potential += self._bushing_energy(kin)
         for kind, rows, el in self._plugins:
             potential += float(np.sum(self._plugin_rows(kind, rows, el, kin, t)[:, 10]))
         return Energies(kinetic, potential, np.sum(m * kin.v, axis=0),

@@ -186,7 +186,8 @@ class Scene:
         self.springs = np.flatnonzero(draw == "coil")
         self.dampers = np.flatnonzero(draw == "dashpot")
         self.torsion = np.flatnonzero(draw == "twist")
-        self.lines = np.flatnonzero(~np.isin(draw, ("coil", "dashpot", "twist")))  # "line", and any other
+        self.at_point = np.flatnonzero(draw == "point")  # a bushing: a marker at its point
+        self.lines = np.flatnonzero(~np.isin(draw, ("coil", "dashpot", "twist", "point")))  # "line", and any other
         L = np.linalg.norm(self.geom.points[:, :, 1] - self.geom.points[:, :, 0], axis=-1)
         # coil radius: a fixed share of the scene, less for springs that are short for their whole run
         self.coil_radius = np.minimum(0.015 * reach, 0.12 * np.median(L[:, self.springs], axis=0)) \
@@ -206,6 +207,7 @@ class Scene:
         self.straight_lines = Line3DCollection([], colors=LINE_COLOR, linewidths=1.6 * thin)
         for lc in (self.coil_lines, self.cylinders, self.rods, self.arc_lines, self.straight_lines):
             ax.add_collection3d(lc, autolim=False)
+        self.point_markers, = ax.plot([], [], [], ls="", marker="D", ms=8 * thin, color=TORSION_COLOR)
         self._joint_artists(edges, marker, thin)
 
         # Clock, title and key.
@@ -219,6 +221,8 @@ class Scene:
                                  (self.torsion, TORSION_COLOR, 2), (self.lines, LINE_COLOR, 1.6)):
             if len(drawn):
                 key.append(Line2D([], [], color=color, lw=lw, label=self.kind_names(drawn)))
+        if len(self.at_point):
+            key.append(Line2D([], [], color=TORSION_COLOR, marker="D", ls="", label=self.kind_names(self.at_point)))
         key += self.joint_key
         if anchors:
             key.append(Line2D([], [], color=FIXED_COLOR, marker="s", ls="", label="fixed"))
@@ -261,11 +265,14 @@ class Scene:
                                                  self.arc_radius))
         if len(self.lines):
             self.straight_lines.set_segments(self.line_segments(k))
+        if len(self.at_point):
+            p = g.points[k, self.at_point, 0]
+            self.point_markers.set_data_3d(p[:, 0], p[:, 1], p[:, 2])
         if len(self.jtypes):
             self._update_joints(k)
         self.clock.set_text(self.labels[k] if self.labels is not None else f"t = {self.time[k]:.3f} s")
         return [self.boxes, *self.axes_lines, self.coil_lines, self.cylinders, self.rods, self.arc_lines,
-                self.straight_lines, self.joint_thick, self.joint_thin, self.joint_balls, self.joint_locks,
+                self.straight_lines, self.point_markers, self.joint_thick, self.joint_thin, self.joint_balls, self.joint_locks,
                 self.clock]
 
     # ---- joints ------------------------------------------------------------

@@ -34,7 +34,7 @@ FALLBACK_TRAITS = ("line", ("force", "moment"))
 """``(draw, outputs)`` of a connector type this process has not registered (a file written by a
 process with a plug-in kind): a straight line, and both stored vectors shown."""
 
-CONNECTOR_DRAW_IDS = {"coil": 1, "dashpot": 2, "twist": 3}
+CONNECTOR_DRAW_IDS = {"coil": 1, "dashpot": 2, "twist": 3, "point": 4}
 """Numeric connector type for formats without strings (VTK cell data), by how the kind is drawn: 1 the
 springs, 2 the dampers, 3 the torsional dampers (and any kind drawn like them); 0 is a body, 9 any other
 connector."""

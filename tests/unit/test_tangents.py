@@ -22,7 +22,7 @@ from mbsim.elements import BY_TYPE, ELEMENTS
 from mbsim.integrators import GeneralizedAlpha, State
 from mbsim.model.model import Model
 from mbsim.kernels.rotations import cay_quat, quat_mul, quat_normalize, skew, tmat
-from tests.builders import body, damper, load, scenario, spring, spring_curve, torsional
+from tests.builders import body, bushing, damper, load, scenario, spring, spring_curve, torsional
 
 DT = 0.02
 
@@ -92,6 +92,14 @@ def two_bodies(fixed_case):
 
 PA, PB = (0.2, 0.25, 0.2), (0.7, -0.2, 0.8)
 CURVE = [[-0.5, -60.0], [0.0, 0.0], [0.3, 45.0], [0.45, 90.0], [0.6, 200.0], [1.0, 700.0]]
+_r = np.random.default_rng(11)
+_m = _r.normal(size=(6, 6))
+BUSH_K = _m @ _m.T + 6 * np.diag([50.0, 40.0, 60.0, 5.0, 4.0, 6.0])  # symmetric positive definite
+_m = _r.normal(size=(6, 6))
+BUSH_C = _m @ _m.T * 0.3 + 0.1 * _r.normal(size=(6, 6))  # not symmetric
+BUSH_P = _r.normal(size=6) * 3.0
+_q, _ = np.linalg.qr(_r.normal(size=(3, 3)))
+BUSH_AXES = _q * np.sign(np.linalg.det(_q))  # a right-handed skew triad (rows)
 
 # Example instances of every registered element kind, by variant: the element tests below run each.
 EXAMPLES = {
@@ -105,6 +113,10 @@ EXAMPLES = {
                "axial": lambda A, B: damper("d", A, B, PA, PB, 3.0, axial=True)},
     "torsional_damper": {p: (lambda A, B, p=p: torsional("t", A, B, 2.0, p, axis=(0.3, -0.5, 0.8)))
                          for p in ("P1", "P2", "P3", "none")},
+    # a full symmetric 6×6 stiffness, damping and preload in a skew frame, the bodies turned about 0.3–1 rad
+    "bushing": {"full": lambda A, B: bushing("b", A, B, (0.5, 0.1, 0.4), BUSH_K, BUSH_C, BUSH_P, BUSH_AXES),
+                "diagonal": lambda A, B: bushing("b", A, B, (0.5, 0.1, 0.4), [300, 200, 500, 40, 60, 30],
+                                                 [2, 3, 4, 0.5, 0.2, 0.3])},
 }
 # the joints (own unknowns, their own law of constraint rows) have their finite-difference tests in
 # tests/unit/test_joints.py
