@@ -39,6 +39,11 @@ def bushing(name, a, b, point, K, C=None, preload=None, axes=None):
                                  "preload": np.zeros(6) if preload is None else np.asarray(preload, float)})
 
 
+def torsional_spring(name, a, b, kappa, damping=0.0):
+    """A torsional spring on the relative rotation vector (SCENARIO.md, torsional_spring)."""
+    return ConnectorSpec(name, "torsional_spring", a, b, stiffness=float(kappa), damping=float(damping))
+
+
 def damper(name, a, b, pa, pb, c, axial=False):
     return ConnectorSpec(name, "damper", a, b, points=fa([pa, pb]), damping=float(c),
                          params={"axial": True} if axial else {})

@@ -11,12 +11,14 @@ from .damper import Damper
 from .joints import KINDS as JOINTS
 from .spring import Spring
 from .torsional import TorsionalDamper
+from .torsional_spring import TorsionalSpring
 
 ELEMENTS: tuple[type[ElementKind], ...] = (
     Spring,
     Damper,
     TorsionalDamper,
     Bushing,
+    TorsionalSpring,
 ) + JOINTS
 
 BY_TYPE: dict[str, type[ElementKind]] = {k.type: k for k in ELEMENTS}

@@ -446,7 +446,7 @@ class EquationsOfMotion:
 
     # ---------------------------------------------------------------- setup
     def _init_connectors(self, connectors, index):
-        kinds = ("spring", "damper", "torsional_damper", "bushing")
+        kinds = ("spring", "damper", "torsional_damper", "bushing", "torsional_spring")
         plugins = list(dict.fromkeys(c.type for c in connectors if c.type not in kinds))  # scenario order
         order = [i for kind in kinds + tuple(plugins) for i, c in enumerate(connectors) if c.type == kind]
         cs = [connectors[i] for i in order]
@@ -486,19 +486,29 @@ class EquationsOfMotion:
                         dtype=float).reshape(-1, 3)
         self._axis_mat = matvec(rot0_t[ia[p:self._nq]], axes)
         # bushings (THEORY §13): arms of their point, their frame E as material axes of A and of B
-        self._nb = self._nq + sum(c.type == "bushing" for c in cs)
+        # … and torsional springs, a bushing with κ I and χ I on the rotation alone, at the bodies' centres
+        self._nb = self._nq + sum(c.type in ("bushing", "torsional_spring") for c in cs)
         bs = cs[self._nq:self._nb]
         if bs:
             sl = slice(self._nq, self._nb)
-            pts_b = np.array([c.points for c in bs], dtype=float).reshape(-1, 2, 3)
-            self._za[sl] = matvec(rot0_t[ia[sl]], pts_b[:, 0] - self._r0_e[ia[sl]])
-            self._zb[sl] = matvec(rot0_t[ib[sl]], pts_b[:, 1] - self._r0_e[ib[sl]])
-            frames = np.array([c.params["bushing_axes"] for c in bs], dtype=float)  # rows: the axes at t = 0
+            self._za[sl] = [matvec(rot0_t[ia[i]], c.points[0] - self._r0_e[ia[i]]) if c.type == "bushing" else np.zeros(3)
+                            for i, c in zip(range(self._nq, self._nb), bs)]
+            self._zb[sl] = [matvec(rot0_t[ib[i]], c.points[1] - self._r0_e[ib[i]]) if c.type == "bushing" else np.zeros(3)
+                            for i, c in zip(range(self._nq, self._nb), bs)]
+            frames = np.array([c.params["bushing_axes"] if c.type == "bushing" else np.eye(3) for c in bs], dtype=float)
             self._bush_ea = rot0_t[ia[sl]] @ frames.transpose(0, 2, 1)  # columns: E as material vectors of A
             self._bush_eb = rot0_t[ib[sl]] @ frames.transpose(0, 2, 1)  # … and of B
-            self._bush_k = np.array([c.params["bushing_stiffness"] for c in bs], dtype=float)
-            self._bush_c = np.array([c.params["bushing_damping"] for c in bs], dtype=float)
-            self._bush_p = np.array([c.params["preload"] for c in bs], dtype=float)
+
+            def six(c, key, rotational):
+                if c.type == "bushing":
+                    return c.params[key]
+                out = np.zeros((6, 6))
+                out[3:, 3:] = (rotational or 0.0) * np.eye(3)
+                return out
+            self._bush_k = np.array([six(c, "bushing_stiffness", c.stiffness) for c in bs], dtype=float)
+            self._bush_c = np.array([six(c, "bushing_damping", c.damping) for c in bs], dtype=float)
+            self._bush_p = np.array([c.params["preload"] if c.type == "bushing" else np.zeros(6) for c in bs],
+                                    dtype=float)
         self._plugins = self._init_plugins(plugins, cs, index)
 
     def _init_plugins(self, types, cs, index):

@@ -22,7 +22,7 @@ from mbsim.elements import BY_TYPE, ELEMENTS
 from mbsim.integrators import GeneralizedAlpha, State
 from mbsim.model.model import Model
 from mbsim.kernels.rotations import cay_quat, quat_mul, quat_normalize, skew, tmat
-from tests.builders import body, bushing, damper, load, scenario, spring, spring_curve, torsional
+from tests.builders import body, bushing, damper, load, scenario, spring, spring_curve, torsional, torsional_spring
 
 DT = 0.02
 
@@ -117,6 +117,8 @@ EXAMPLES = {
     "bushing": {"full": lambda A, B: bushing("b", A, B, (0.5, 0.1, 0.4), BUSH_K, BUSH_C, BUSH_P, BUSH_AXES),
                 "diagonal": lambda A, B: bushing("b", A, B, (0.5, 0.1, 0.4), [300, 200, 500, 40, 60, 30],
                                                  [2, 3, 4, 0.5, 0.2, 0.3])},
+    "torsional_spring": {"": lambda A, B: torsional_spring("s", A, B, 30.0),
+                         "damped": lambda A, B: torsional_spring("s", A, B, 30.0, 1.5)},
 }
 # the joints (own unknowns, their own law of constraint rows) have their finite-difference tests in
 # tests/unit/test_joints.py
