@@ -57,6 +57,50 @@ class JointWarning(UserWarning):
     made consistent): SCENARIO.md, joints."""
 
 
+class ElementWarning(UserWarning):
+    """What a run noticed of its elements: a bushing or torsional spring turned past the half turn its
+    rotation vector measures (THEORY §13)."""
+
+
+class _TurnWatch:
+    """At every stored frame, the rotation of B relative to A since t = 0 of each element whose kind measures
+    it by a rotation vector (``measures_rotation``): one ElementWarning per element beyond HALF_TURN_WARN."""
+
+    def __init__(self, model):
+        el = model.elements
+        rows = [e for e in range(el.n) if getattr(el.kinds[el.kind[e]], "measures_rotation", False)]
+        self.rows = rows
+        if not rows:
+            return
+        internal_to_scenario = np.full(model.n_all, -1)
+        internal_to_scenario[model.order] = np.arange(model.n_bodies)
+        self.bodies = internal_to_scenario[el.body[rows]]  # scenario index of A and B (−1: world)
+        self.R0 = model.rotations0[el.body[rows]]  # (n, 2, 3, 3): the configuration the elements were built in
+        self.names = [el.describe(e) for e in rows]
+        self.warned = set()
+
+    def check(self, orientations, times) -> None:
+        from .kernels.rotations import quat_to_matrix
+        for f, t in zip(orientations, np.atleast_1d(times)):
+            R = quat_to_matrix(np.asarray(f, dtype=float))
+            for i, (a, b) in enumerate(self.bodies):
+                if i in self.warned:
+                    continue
+                RA = R[a] if a >= 0 else np.eye(3)
+                RB = R[b] if b >= 0 else np.eye(3)
+                rel = (RB @ self.R0[i, 1].T) @ (RA @ self.R0[i, 0].T).T
+                angle = float(np.arccos(np.clip((np.trace(rel) - 1.0) / 2.0, -1.0, 1.0)))
+                if angle > HALF_TURN_WARN:
+                    self.warned.add(i)
+                    warnings.warn(f"{self.names[i]} has turned by {np.degrees(angle):.0f}° at t = {float(t):.6g} s: "
+                                  f"its rotation vector measures less than a half turn, beyond which its moment "
+                                  f"reverses (THEORY §13); results from there on are not what a rubber mount does",
+                                  ElementWarning, stacklevel=2)
+
+
+HALF_TURN_WARN = 0.9 * np.pi  # [rad]
+
+
 class Interrupted(KeyboardInterrupt):
     """The run was asked to stop (SIGINT or SIGTERM); a KeyboardInterrupt, so callers treat both alike."""
 
@@ -300,6 +344,7 @@ class _Loop:
         self.notify = None  # notify(text): tell the user something before the time loop (the CLI's stderr)
         self.compile_s = 0.0
         self._fbuf = None  # frame buffers of the compiled multi-frame loop, made at first use
+        self.turns = _TurnWatch(model)  # bushings and torsional springs past a half turn
         self._fcap = self._fper = 1  # their capacity; frames per call (grown to about CALL_SECONDS)
 
     # --------------------------------------------------------------
@@ -388,6 +433,8 @@ class _Loop:
         t0 = time.perf_counter()
         try:
             fr = kfr.datasets(self._fbuf, m, times)
+            if self.turns.rows:
+                self.turns.check(fr["bodies/orientation"], times)
             steps = np.full(m, dt)
             if self.writer is not None:
                 self.writer.append_block(fr, iterations, rnorms, steps)
@@ -419,6 +466,8 @@ class _Loop:
             raise _NonFiniteFrame(f"at t = {s.t:.9g} s the frame's {', '.join(bad)} "
                                   f"{'is' if len(bad) == 1 else 'are'} not finite (magnitudes beyond double "
                                   f"precision); nothing from that frame on was written")
+        if self.turns.rows:
+            self.turns.check([fr["bodies/orientation"]], [s.t])
         if self.writer is not None:
             self.writer.append(fr, iterations, rnorm, dt)
         if self.keep:

@@ -112,9 +112,10 @@ def _cmd_run(args) -> int:
     try:
         with _sigterm_as_interrupt(), warnings.catch_warnings():
             warnings.simplefilter("always", driver.JointWarning)
+            warnings.simplefilter("always", driver.ElementWarning)
             shown = warnings.showwarning
             warnings.showwarning = lambda message, category, *a, **k: (
-                _err(f"warning: {message}") if issubclass(category, driver.JointWarning)
+                _err(f"warning: {message}") if issubclass(category, (driver.JointWarning, driver.ElementWarning))
                 else shown(message, category, *a, **k))
             summary = driver.run(sc, out, progress=progress, end=args.end, overwrite=args.overwrite,
                                  resume=args.resume is not None, allow_large=True,  # checked above

@@ -148,6 +148,7 @@ class ElementKind:
     draw: ClassVar[str] = "line"  # how the tools draw it: "coil", "dashpot", "twist", "point", "joint", "line"
     outputs: ClassVar[tuple] = ("force", "moment")  # what /connectors/* (or /joints/*) of it mean
     dissipates: ClassVar[bool] = True  # whether it can dissipate energy (its law's Y_POWER can be nonzero)
+    measures_rotation: ClassVar[bool] = False  # a relative rotation vector, valid below a half turn (warned past it)
     law: ClassVar[Callable]
 
     @classmethod

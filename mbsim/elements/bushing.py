@@ -185,8 +185,7 @@ def matrix6(r, m, key: str, required: bool):
     if len(items) != 6:
         r.report(path, node, f"must have 6 entries (a diagonal) or 6 rows of 6, got {len(items)}")
         return None
-    from ..scenario.yamlnodes import kind
-    if all(kind(i) == "list" for i in items):
+    if all(isinstance(getattr(i, "value", None), list) for i in items):  # a list of six lists (YAML sequences)
         before = len(r.problems)
         rows = [r.numbers(i, f"{path}[{k}]", 6) for k, i in enumerate(items)]
         return None if len(r.problems) > before else np.array(rows, dtype=float)
@@ -207,6 +206,7 @@ class Bushing(ElementKind):
     outputs = ("force", "moment")
     law = law
     stiffness = "k_max"
+    measures_rotation = True  # its rotation vector is valid below a half turn (the driver warns past it)
 
     @staticmethod
     def read(r, m) -> dict:

@@ -26,6 +26,7 @@ class TorsionalSpring(ElementKind):
     draw = "point"
     outputs = ("moment",)
     stiffness = "kappa"
+    measures_rotation = True  # its rotation vector is valid below a half turn (the driver warns past it)
     law = law
 
     @staticmethod

@@ -178,3 +178,18 @@ def test_a_torsional_spring_about_an_axis_says_it_is_not_there_yet():
                           "axis": [0, 0, 1]}]}
     with pytest.raises(ScenarioError, match="connectors\\[0\\].axis.*not supported yet"):
         scenario_from_dict(sc)
+
+
+def test_a_run_that_turns_a_bushing_past_a_half_turn_is_warned():
+    import warnings
+    from mbsim.driver import ElementWarning
+    sc = _block(angular_velocity=(0, 0, 60.0), end=0.3, step=0.002)  # 60 rad/s on 120 N m/rad, 0.4 kg m²: 3.5 rad
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mbsim.simulate(sc)
+    said = [str(w.message) for w in caught if issubclass(w.category, ElementWarning)]
+    assert len(said) == 1 and "bushing 'mount' has turned by" in said[0] and "half turn" in said[0]
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        mbsim.simulate(_block(angular_velocity=(0, 0, 1.0), end=0.3, step=0.002))
+    assert not [w for w in caught if issubclass(w.category, ElementWarning)]
