@@ -193,3 +193,15 @@ def test_a_run_that_turns_a_bushing_past_a_half_turn_is_warned():
         warnings.simplefilter("always")
         mbsim.simulate(_block(angular_velocity=(0, 0, 1.0), end=0.3, step=0.002))
     assert not [w for w in caught if issubclass(w.category, ElementWarning)]
+
+
+def test_a_sweeps_key_path_reaches_one_entry_of_a_bushings_stiffness():
+    """``connectors[mount].stiffness[5]`` (the issue's example of a sweep key path): the yaw stiffness alone,
+    and the yaw frequency √(k/J₃) follows it."""
+    from mbsim.study import keypaths
+    data = _block()
+    keypaths.assign(data, keypaths.parse("connectors[mount].stiffness[5]"), 480.0)
+    assert data["connectors"][0]["stiffness"] == K6[:5] + [480.0]
+    modes = mbsim.modes(data, count=6)
+    assert np.sqrt(480.0 / J[2]) / (2 * np.pi) == pytest.approx(float(np.max(modes.frequency[np.abs(modes.shape[:, 0, 5]) == 1.0])),
+                                                               rel=1e-10)
