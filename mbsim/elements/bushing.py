@@ -231,6 +231,12 @@ class Bushing(ElementKind):
                      "must be symmetric: a non-symmetric stiffness does work that is not stored (non-conservative), "
                      "which mbsim does not support in a bushing yet")
         C = matrix6(r, m, "damping", False)
+        if C is not None:
+            lowest = float(np.linalg.eigvalsh(0.5 * (C + C.T))[0])
+            if lowest < -1e-12 * max(np.abs(C).max(), 1e-300):
+                r.report(m.sub("damping"), m.get("damping"),
+                         f"must be positive semi-definite (its symmetric part has the eigenvalue {lowest:.6g}): a "
+                         f"damping that feeds energy in is not a damping")
         preload = r.optional(m, "preload", lambda n, p: r.numbers(n, p, 6), [0.0] * 6)
         preload = None if preload is None else np.array(preload, dtype=float)
         return dict(points=None if point is None else np.array([point, point]), axis=None,

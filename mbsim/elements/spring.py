@@ -65,7 +65,8 @@ def law(lo, hi, p, x, t, want, y, dy):
         nk = int(p[e, _N])
         if nk:  # a force curve: tension T(L − L0)
             T, dT, g = curve_at(p, e, nk, L - L0)
-            if L == 0.0 and (L0 > 0.0 or T != 0.0):  # no direction for a force that is not zero
+            # no direction for a force that is not zero (as the linear spring: below 1e-12 of L0)
+            if (L0 > 0.0 and L <= _DEGENERATE_LENGTH * L0) or (L == 0.0 and T != 0.0):
                 if failed < 0:
                     failed = e
                 T = 0.0
@@ -112,7 +113,8 @@ class Spring(ElementKind):
     points = ("ZA", "ZB")
     blocks = ("dd",)
     stiffness = "k"
-    failure = "collapsed to zero length with a positive rest length; its direction is undefined"
+    failure = ("collapsed to zero length under a force (a positive rest length, or a force curve not zero at zero "
+               "length); its direction is undefined")
     draw = "coil"
     outputs = ("force",)
     dissipates = False

@@ -157,6 +157,7 @@ def test_the_derivatives_at_a_rotation_of_2_5_rad_match_finite_differences(kind)
     ({"axes": [[1, 0, 0], [0, 0, 1], [0, 1, 0]]}, "right-handed"),
     ({"preload": [1, 2]}, "must have 6 entries"),
     ({"point": None}, "point"),
+    ({"damping": [0, 0, -2, 0, 0, 0]}, "positive semi-definite"),
 ))
 def test_a_bad_bushing_is_refused_with_its_key_path(change, words):
     sc = _block()
