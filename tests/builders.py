@@ -55,7 +55,7 @@ def torsional(name, a, b, chi, projection="P1", axis=None):
 
 
 def joint(name, kind, a, b, point=None, axis=None, axes=None, points=None, length=None, angle=None,
-          displacement=None):
+          displacement=None, stops=()):
     """A JointSpec as the loader makes it: axes normalised, a distance's length resolved."""
     unit = lambda v: fa(np.asarray(v, float) / np.linalg.norm(v))  # noqa: E731
     if points is not None and length is None:
@@ -64,7 +64,7 @@ def joint(name, kind, a, b, point=None, axis=None, axes=None, points=None, lengt
                      axis=None if axis is None else unit(axis),
                      axes=None if axes is None else fa([unit(axes[0]), unit(axes[1])]),
                      points=None if points is None else fa(points), length=length, angle=angle,
-                     displacement=displacement)
+                     displacement=displacement, stops=tuple(stops))
 
 
 def load(body_name, vector, kind="force", scale=None):

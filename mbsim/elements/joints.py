@@ -33,14 +33,16 @@ from __future__ import annotations
 import numpy as np
 
 from ..kernels import njit
-from ..kernels.vec import ZERO, cross, dot, hat, hat_hat, madd, mneg, mscale, msub, outer, put, row, scale, sub, unit
-from .base import DERIVATIVES, DG, DQ, GAMMA, JACOBIAN, X_AXES, X_D, X_DV, X_LAM, X_TARGET, X_WA, X_WB, Y_GAMMA, Y_P, \
+from ..kernels.vec import ZERO, add, cross, dot, hat, hat_hat, madd, mneg, mscale, msub, outer, put, row, scale, sub, unit
+from .base import DERIVATIVES, DG, DQ, DV, GAMMA, JACOBIAN, X_AXES, X_D, X_DV, X_LAM, X_TARGET, X_WA, X_WB, Y_GAMMA, Y_P, \
     Y_PHI, Y_POTENTIAL, Y_POWER, ElementKind, offsets
 
 MAX_ROWS = 6
+# stops: [angle on, lower, upper, stiffness, damping, displacement on, lower, upper, stiffness, damping]
 FIELDS = (("ZA", 3), ("ZB", 3), ("NA", 3), ("UA", 3), ("WA", 3), ("NB", 3), ("UB", 3), ("WB", 3), ("L", 1),
-          ("rows", 1), ("code", MAX_ROWS))
-_L, _ROWS, _CODE = offsets(FIELDS)[8:]
+          ("rows", 1), ("code", MAX_ROWS), ("stops", 10))
+_L, _ROWS, _CODE, _STOPS = offsets(FIELDS)[8:]
+_FAR = 1e300  # an absent bound
 POINT, PERP, OFFSET, DISTANCE, ANGLE = range(5)
 
 
@@ -133,7 +135,8 @@ def _stiffness_distance(dy, e, lm, d):
 
 
 @njit(cache=True)
-def _stiffness_angle(dy, e, lm, TA, TB):
+def _angle_dg(TA, TB):
+    """The ANGLE row's g (G_f = [0, g, −g]) and its derivatives ∂g/∂θ_A, ∂g/∂θ_B."""
     # g = (c g_s − s g_c)/ρ²:
     # ∂g/∂θ_A = [g_s g_cᵀ − g_c g_sᵀ + c û_B ŵ_A − s û_B û_A]/ρ² − g hᵀ,
     # ∂g/∂θ_B = −[g_s g_cᵀ − g_c g_sᵀ + c ŵ_A û_B − s û_A û_B]/ρ² + g hᵀ,  h = ∂(ρ²)/∂θ_A / ρ²
@@ -145,10 +148,100 @@ def _stiffness_angle(dy, e, lm, TA, TB):
     gh = outer(g, h)
     dA = msub(mscale(1.0 / rho2, madd(base, msub(mscale(co, hat_hat(uB, wA)), mscale(s, hat_hat(uB, uA))))), gh)
     dB = madd(mscale(-1.0 / rho2, madd(base, msub(mscale(co, hat_hat(wA, uB)), mscale(s, hat_hat(uA, uB))))), gh)
+    return g, dA, dB
+
+
+@njit(cache=True)
+def _stiffness_angle(dy, e, lm, TA, TB):
+    _, dA, dB = _angle_dg(TA, TB)
     _add(dy, e, 4, mscale(-lm, dA))
     _add(dy, e, 5, mscale(-lm, dB))
     _add(dy, e, 7, mscale(lm, dA))
     _add(dy, e, 8, mscale(lm, dB))
+
+
+@njit(cache=True)
+def _stop(q, qd, lo, up, k, c):
+    """A penalty stop on a coordinate q (rate qd) between ``lo`` and ``up`` (THEORY §13): the generalized
+    force F that never pulls, ∂F/∂q, ∂F/∂q̇, the stored energy ½ k p² and the power dissipated (the damping's,
+    and while F is clipped at zero what the spring's stored energy loses)."""
+    if q > up:
+        pen = q - up
+        f = k * pen + c * qd
+        if f > 0.0:
+            return -f, -k, -c, 0.5 * k * pen * pen, c * qd * qd
+        return 0.0, 0.0, 0.0, 0.5 * k * pen * pen, -k * pen * qd
+    if q < lo:
+        pen = lo - q
+        f = k * pen - c * qd
+        if f > 0.0:
+            return f, -k, -c, 0.5 * k * pen * pen, c * qd * qd
+        return 0.0, 0.0, 0.0, 0.5 * k * pen * pen, k * pen * qd
+    return 0.0, 0.0, 0.0, 0.0, 0.0
+
+
+@njit(cache=True)
+def _addv(dy, e, k, A):
+    """dy[e, rate block k] += A (block (r, c) of ∂p/∂(ḋ, ω_A, ω_B) at DV + 9 (3r + c))."""
+    o = DV + 9 * k
+    for i in range(9):
+        dy[e, o + i] += A[i]
+
+
+@njit(cache=True)
+def _angle_stop(p, e, TA, TB, wa, wb, derivatives, dy):
+    """The stop on a joint's angle: (its p_A (p_B = −p_A), energy, power); with ``derivatives`` its blocks
+    into dy (p = F G, G = [0, g, −g], q̇ = g·(ω_A − ω_B))."""
+    o = _STOPS
+    q, _, g, _ = _row_angle(TA, TB)
+    mid = 0.5 * (p[e, o + 1] + p[e, o + 2])  # q on the branch (mid − π, mid + π]: the stop holds there
+    q = q - 2.0 * np.pi * np.ceil((q - mid - np.pi) / (2.0 * np.pi))
+    wr = sub(wa, wb)
+    qd = dot(g, wr)
+    F, dF, dFv, V, P = _stop(q, qd, p[e, o + 1], p[e, o + 2], p[e, o + 3], p[e, o + 4])
+    if derivatives and (F != 0.0):
+        _stiffness_angle(dy, e, -F, TA, TB)  # F ∂G/∂θ
+        _, dA, dB = _angle_dg(TA, TB)
+        hA = add(scale(dF, g), scale(dFv, (dA[0] * wr[0] + dA[3] * wr[1] + dA[6] * wr[2],
+                                           dA[1] * wr[0] + dA[4] * wr[1] + dA[7] * wr[2],
+                                           dA[2] * wr[0] + dA[5] * wr[1] + dA[8] * wr[2])))
+        hB = add(scale(-dF, g), scale(dFv, (dB[0] * wr[0] + dB[3] * wr[1] + dB[6] * wr[2],
+                                            dB[1] * wr[0] + dB[4] * wr[1] + dB[7] * wr[2],
+                                            dB[2] * wr[0] + dB[5] * wr[1] + dB[8] * wr[2])))
+        _add(dy, e, 4, outer(g, hA))
+        _add(dy, e, 5, outer(g, hB))
+        _add(dy, e, 7, mneg(outer(g, hA)))
+        _add(dy, e, 8, mneg(outer(g, hB)))
+        gg = mscale(dFv, outer(g, g))
+        _addv(dy, e, 4, gg)  # ∂p_A/∂ω_A
+        _addv(dy, e, 5, mneg(gg))  # ∂p_A/∂ω_B
+        _addv(dy, e, 7, mneg(gg))
+        _addv(dy, e, 8, gg)
+    return scale(F, g), V, P
+
+
+@njit(cache=True)
+def _offset_stop(p, e, n, d, dv, wa, derivatives, dy):
+    """The stop on a joint's offset s = n·d along its axis: (its p_d, p_A, energy, power); G = [n, n×d, 0],
+    ṡ = n·ḋ + (n×d)·ω_A; with ``derivatives`` its blocks into dy."""
+    o = _STOPS + 5
+    nd = cross(n, d)
+    s = dot(n, d)
+    sd = dot(n, dv) + dot(nd, wa)
+    F, dF, dFv, V, P = _stop(s, sd, p[e, o + 1], p[e, o + 2], p[e, o + 3], p[e, o + 4])
+    if derivatives and (F != 0.0):
+        _stiffness_offset(dy, e, -F, n, d)  # F ∂G/∂(d, θ_A)
+        hd = add(scale(dF, n), scale(dFv, cross(wa, n)))  # ∂F/∂d (through s and ṡ)
+        hA = add(scale(dF, nd), scale(dFv, add(cross(n, dv), cross(n, cross(d, wa)))))  # ∂F/∂θ_A
+        _add(dy, e, 0, outer(n, hd))
+        _add(dy, e, 1, outer(n, hA))
+        _add(dy, e, 3, outer(nd, hd))
+        _add(dy, e, 4, outer(nd, hA))
+        _addv(dy, e, 0, mscale(dFv, outer(n, n)))  # ∂p_d/∂ḋ
+        _addv(dy, e, 1, mscale(dFv, outer(n, nd)))  # ∂p_d/∂ω_A
+        _addv(dy, e, 3, mscale(dFv, outer(nd, n)))  # ∂p_A/∂ḋ
+        _addv(dy, e, 4, mscale(dFv, outer(nd, nd)))  # ∂p_A/∂ω_A
+    return scale(F, n), scale(F, nd), V, P
 
 
 @njit(cache=True)
@@ -193,6 +286,7 @@ def law(lo, hi, p, x, t, want, y, dy):
         if derivatives:
             for k in range(81):
                 dy[e, DQ + k] = 0.0
+                dy[e, DV + k] = 0.0
         for i in range(m):
             c = int(p[e, _CODE + i])
             prim = c // 16
@@ -230,11 +324,24 @@ def law(lo, hi, p, x, t, want, y, dy):
                     _stiffness_angle(dy, e, lm, TA, TB)
             if gamma:
                 y[e, Y_GAMMA + i] = _quadratic(c, d, row(x, e, X_DV), TA, TB, row(x, e, X_WA), row(x, e, X_WB))
+        energy, power = 0.0, 0.0
+        if p[e, _STOPS] != 0.0:  # a stop on the angle
+            sa, V, P = _angle_stop(p, e, TA, TB, row(x, e, X_WA), row(x, e, X_WB), derivatives, dy)
+            pa = add(pa, sa)
+            pb = sub(pb, sa)
+            energy += V
+            power += P
+        if p[e, _STOPS + 5] != 0.0:  # a stop on the offset
+            sd_, sa, V, P = _offset_stop(p, e, TA[0], d, row(x, e, X_DV), row(x, e, X_WA), derivatives, dy)
+            pd = add(pd, sd_)
+            pa = add(pa, sa)
+            energy += V
+            power += P
         put(y, e, Y_P, pd)
         put(y, e, Y_P + 3, pa)
         put(y, e, Y_P + 6, pb)
-        y[e, Y_POTENTIAL] = 0.0
-        y[e, Y_POWER] = 0.0
+        y[e, Y_POTENTIAL] = energy
+        y[e, Y_POWER] = power
     return -1
 
 
@@ -325,6 +432,9 @@ def pack(specs, ia, ib, r0, R0) -> dict:
         rows = rows_of(s)
         out["rows"][k] = len(rows)
         out["code"][k, :len(rows)] = rows
+        for coordinate, lo, up, kk, c in getattr(s, "stops", ()):
+            o = 0 if coordinate == "angle" else 5
+            out["stops"][k, o:o + 5] = (1.0, max(lo, -_FAR), min(up, _FAR), kk, c)
     return out
 
 
@@ -349,8 +459,17 @@ class _Joint(ElementKind):
         return pack(specs, ia, ib, r0, R0)
 
 
+# the joint types that can carry stops (SCENARIO.md, joints: limits): they also read the rates (the stops'
+# damping) and can dissipate
+_STOPPED = {"revolute": ("aA", "aB", "bA", "bB"), "prismatic": ("dv", "dA", "av", "aA"),
+            "cylindrical": ("dv", "dA", "av", "aA", "aB", "bA", "bB")}
+
+
 def _kind(name: str, doc: str) -> type:
-    return type(name.capitalize() + "Joint", (_Joint,), {"type": name, "__doc__": doc})
+    extra = {}
+    if name in _STOPPED:
+        extra = {"blocks": _Joint.blocks + _STOPPED[name], "dissipates": True}
+    return type(name.capitalize() + "Joint", (_Joint,), {"type": name, "__doc__": doc, **extra})
 
 
 KINDS = tuple(_kind(t, f"{t} joint (SCENARIO.md, joints)") for t in ROWS)

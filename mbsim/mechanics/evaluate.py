@@ -71,6 +71,8 @@ def outputs(el, elx, y, x, out):
                     j_moment[c, j] = y[e, Y_P + 3 + j]
                 j_error[c, 0] = np.sqrt(et)
                 j_error[c, 1] = np.sqrt(er)
+                energy += y[e, Y_POTENTIAL]  # a joint's stops (THEORY §13)
+                power += y[e, Y_POWER]
                 continue
             for j in range(3):
                 force[c, j] = 0.0 - y[e, Y_P + j]

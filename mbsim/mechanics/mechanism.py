@@ -61,11 +61,12 @@ class Evaluation:
     h : (6 nm,)
         The gyroscopic terms ``[0, ω × Jω]`` per body.
     constraint : (6 nm,)
-        ``Gᵀλ``: the joints' reactions (their negative acts on the bodies).
+        ``Gᵀλ``: the joints' reactions (their negative acts on the bodies), with the forces of their stops
+        (THEORY §13: a joint transmits its stop's contact force as part of its reaction).
     M : sparse (6 nm, 6 nm)
         ``blockdiag(m I, J)``, J = Λ J_b Λᵀ.
     K, C : sparse (6 nm, 6 nm) or None
-        ``∂(M v̇ + h + Gᵀλ − f)/∂q`` and ``∂(h − f)/∂v`` (with ``derivatives``; v̇ as given, else 0): the
+        ``∂(M v̇ + h + Gᵀλ − f)/∂q`` and ``∂(h + Gᵀλ − f)/∂v`` (with ``derivatives``; v̇ as given, else 0): the
         joints' reaction stiffness and the gyroscopic terms included.
     phi : (n_own,)
         The joints' rows Φ − F(t) (m or rad).

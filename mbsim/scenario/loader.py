@@ -72,7 +72,11 @@ _JOINT_OWN = dict(zip(JOINT_TYPES, (
     ("point",),  # lock
     ("points", "length"),  # distance
 )))
-_JOINT_KEYS = {jtype: _JOINT_COMMON + own for jtype, own in _JOINT_OWN.items()}
+# joint stops (THEORY §13): the key and the coordinate it limits, per type
+_JOINT_LIMITS = {"revolute": (("limits", "angle"),), "prismatic": (("limits", "displacement"),),
+                 "cylindrical": (("angle_limits", "angle"), ("displacement_limits", "displacement"))}
+_JOINT_KEYS = {jtype: _JOINT_COMMON + own + tuple(k for k, _ in _JOINT_LIMITS.get(jtype, ()))
+               for jtype, own in _JOINT_OWN.items()}
 _JOINT_EVERY = sorted({k for own in _JOINT_KEYS.values() for k in own})
 _JOINT_FOREIGN = {jtype: {k: f"{k!r} is not a key of a {jtype} joint (it belongs to: "
                              f"{', '.join(t for t, own_ in _JOINT_KEYS.items() if k in own_)})"
@@ -870,11 +874,49 @@ def _joint(r: Reader, node, path: str, index: int, known: dict) -> _Connector:
         return result
     fields = _joint_geometry(r, m, jtype, name)
     fields.update(_drive(r, m, jtype))
+    fields["stops"] = _limits(r, m, jtype)
     if len(r.problems) > before or pair is None:
         return result
     fields = {k: frozen_array(v) if isinstance(v, np.ndarray) else v for k, v in fields.items()}
     result.spec = JointSpec(name=name, type=jtype, body_a=pair[0], body_b=pair[1], line=m.line, **fields)
     return result
+
+
+def _limits(r: Reader, m: Map, jtype: str) -> tuple:
+    """``limits`` (or a cylindrical joint's ``angle_limits``, ``displacement_limits``): ``{lower, upper,
+    stiffness, damping}`` on the joint's angle [rad] or offset [m] from the initial configuration."""
+    out = []
+    for key, coordinate in _JOINT_LIMITS.get(jtype, ()):
+        node = m.get(key)
+        if node is None:
+            continue
+        path = m.sub(key)
+        lm = r.mapping(node, path, ("lower", "upper", "stiffness", "damping"))
+        if lm is None:
+            continue
+        before = len(r.problems)
+        lower = r.optional(lm, "lower", r.number, None)
+        upper = r.optional(lm, "upper", r.number, None)
+        k = r.required_number(lm, "stiffness", ">0")
+        c = r.optional(lm, "damping", lambda n, p: r.number(n, p, ">=0"), 0.0)
+        if not lm.has("lower") and not lm.has("upper"):
+            r.report(path, node, "must give lower, upper or both")
+        if lower is not None and upper is not None and not lower < upper:
+            r.report(lm.sub("upper"), lm.get("upper"), f"must be greater than lower ({lower:g}), got {upper:g}")
+        if coordinate == "angle":
+            if lm.has("lower") != lm.has("upper"):
+                r.report(path, node, "an angle limit needs both lower and upper: a one-sided stop on a hinge "
+                                     "needs its turns counted, not supported yet")
+            for which, value in (("lower", lower), ("upper", upper)):
+                if value is not None and not -math.pi < value < math.pi:
+                    r.report(lm.sub(which), lm.get(which),
+                             f"an angle limit must lie within ±π rad (±180°), got {value:g}: limits beyond need the "
+                             f"joint's turns counted, not supported yet")
+        if len(r.problems) > before or k is None or c is None:
+            continue
+        out.append((coordinate, -math.inf if lower is None else float(lower),
+                    math.inf if upper is None else float(upper), float(k), float(c)))
+    return tuple(out)
 
 
 def _joint_geometry(r: Reader, m: Map, jtype: str, name: Optional[str]) -> dict:

@@ -251,6 +251,9 @@ class JointSpec:
     displacement: Optional[object] = None  # TimeFunction
     line: Optional[int] = None
     removed: tuple = ()  # equations dropped as redundant (set by the model at t = 0, never by the loader)
+    # joint stops (THEORY §13): ((coordinate "angle" | "displacement", lower, upper, stiffness, damping), …),
+    # an absent bound ±inf
+    stops: tuple = ()
 
 
 @dataclass(frozen=True, eq=False)

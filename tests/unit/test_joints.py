@@ -33,6 +33,11 @@ CASES = {
     "planar": {"axis": (0.5, 0.5, 0.2)},
     "universal": {"axes": ((1.0, 0.2, 0.0), (-0.2, 1.0, 0.5))},
     "lock": {},
+    # stops in contact at the tests' states (the angle near 0, the offset near 0 ± 0.1)
+    "revolute+stop": {"axis": (0.3, -0.5, 0.8), "stops": (("angle", -3.0, -0.8, 40.0, 0.3),)},
+    "prismatic+stop": {"axis": (-0.6, 0.2, 0.4), "stops": (("displacement", -1.0, -0.6, 300.0, 0.5),)},
+    "cylindrical+stops": {"axis": (0.1, 0.9, -0.3), "stops": (("angle", 0.9, 2.5, 30.0, 1.5),
+                                                              ("displacement", 0.35, np.inf, 200.0, 3.0))},
     "distance": {"points": ((0.4, -0.1, 0.3), (1.1, 0.5, -0.6))},
 }
 
