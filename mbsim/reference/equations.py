@@ -597,6 +597,9 @@ class EquationsOfMotion:
             r_rows += [(i, c) for c in coefs]
             if j.angle is not None:
                 a_rows.append((i, j.angle))
+        # joint stops (THEORY §13): (joint, on the angle, lower, upper, stiffness, damping)
+        self._stops = [(i, coordinate == "angle", lo, up, k, c)
+                       for i, j in enumerate(joints) for coordinate, lo, up, k, c in getattr(j, "stops", ())]
 
         # material copies (THEORY §6, §11): Z = Λ_0ᵀ (X − r_0), E = Λ_0ᵀ E_world
         rot0_t = np.swapaxes(self._rot0_e, -1, -2)
@@ -716,6 +719,57 @@ class EquationsOfMotion:
     def _bushing_energy(self, kin) -> float:
         _, delta, _, _, _ = self._bushing_deflection(kin)
         return float(0.5 * np.sum(delta * np.einsum("nij,nj->ni", self._bush_k, delta)) + np.sum(self._bush_p * delta))
+
+    def _joint_stops(self, kin: _Kinematics):
+        """The joints' stops (THEORY §13), from the joint frames and points as they are: per joint the force on
+        A and its moment about A's joint point, the force on B at B's point and the pure moment on B; the
+        dissipated power and the stored energy.
+
+        The angle: φ = atan2(R₂₁ − R₁₂, R₁₁ + R₂₂) of R = E_Aᵀ E_B (columns n, u, w), on the branch around
+        the middle of the limits, φ̇ = n·(ω_B − ω_A); its generalized force Q is a moment Q n on B, −Q n
+        on A.  The offset: s = n·d (d = x_B − x_A), ṡ = n·(v̇ of the points) + (ω_A × n)·d; from
+        δs = n·δx_B − n·δx_A + (n × d)·δθ_A, force Q n on B at x_B, −Q n on A at x_A and a couple Q n × d
+        on A.  Q = −(k p + c ṗ) beyond a bound (p the penetration), clipped to never pull."""
+        nj = self._nj
+        fa, ma, fb, mb = (np.zeros((nj, 3)) for _ in range(4))
+        power = energy = 0.0
+        for i, angle, lo, up, k, c in self._stops:
+            a, b = self._ja[i], self._jb[i]
+            ea = kin.rot_e[a] @ self._frame_a[i]
+            n = ea[:, 0]
+            if angle:
+                R = ea.T @ (kin.rot_e[b] @ self._frame_b[i])
+                q = np.arctan2(R[2, 1] - R[1, 2], R[1, 1] + R[2, 2])
+                mid = 0.5 * (lo + up)
+                q = mid + (q - mid + np.pi) % (2.0 * np.pi) - np.pi
+                qd = float(n @ (kin.w_e[b] - kin.w_e[a]))
+            else:
+                za, zb = kin.rot_e[a] @ self._arm_a[i], kin.rot_e[b] @ self._arm_b[i]
+                d = (kin.r_e[b] + zb) - (kin.r_e[a] + za)
+                q = float(n @ d)
+                qd = float(n @ ((kin.v_e[b] + np.cross(kin.w_e[b], zb)) - (kin.v_e[a] + np.cross(kin.w_e[a], za)))
+                           + np.cross(kin.w_e[a], n) @ d)
+            pen = q - up if q > up else (lo - q if q < lo else 0.0)
+            if pen <= 0.0:
+                continue
+            side = -1.0 if q > up else 1.0  # the sign of the force on q
+            pen_rate = -side * qd
+            push = k * pen + c * pen_rate
+            energy += 0.5 * k * pen * pen
+            if push > 0.0:
+                Q = side * push
+                power += c * pen_rate * pen_rate
+            else:  # separating faster than the spring follows: no force, the stored energy is let go
+                Q = 0.0
+                power -= k * pen * pen_rate
+            if angle:
+                ma[i] -= Q * n
+                mb[i] += Q * n
+            else:
+                fa[i] -= Q * n
+                fb[i] += Q * n
+                ma[i] += Q * np.cross(n, d)
+        return fa, ma, fb, mb, power, energy
 
     def _kinematics(self, y) -> _Kinematics:
         r, q, v, w, _, _ = self.split(y)
@@ -846,6 +900,15 @@ class EquationsOfMotion:
         ft = self._scatter @ ends
         force = self._weight + ft[:, :3]
         torque = ft[:, 3:]
+        if self._stops:
+            fa, ma, fb, mb, stop_power, _ = self._joint_stops(kin)
+            dissipation += stop_power
+            for body, arm, f_, m_ in ((self._ja, self._arm_a, fa, ma), (self._jb, self._arm_b, fb, mb)):
+                mov = self._mov_of[body]
+                on = np.flatnonzero(mov >= 0)
+                z = matvec(kin.rot_e[body[on]], arm[on])
+                np.add.at(force, mov[on], f_[on])
+                np.add.at(torque, mov[on], cross(z, f_[on]) + m_[on])
         # J ω̇ = τ − ω × Jω, solved in body axes where J_b is constant
         rot_t = np.swapaxes(kin.rot, -1, -2)
         wb = matvec(rot_t, kin.w)
@@ -1136,6 +1199,9 @@ class EquationsOfMotion:
             force, torque, power = force + gen[:, 0], torque + gen[:, 1], power + drive_power
             on_a = self._row_sum @ (-blk[:, :6] * lam[:, None])  # (J, 6): force, moment about A's centre
             jf, jm = on_a[:, :3], on_a[:, 3:] - cross(z_a, on_a[:, :3])
+            if self._stops:  # a joint transmits its stops' force (on A at its point)
+                fa, ma, *_ = self._joint_stops(kin)
+                jf, jm = jf + fa, jm + ma
             nd = self._nd
             if nd:  # the distance's own residual, in metres
                 phi = phi.copy()
@@ -1169,6 +1235,8 @@ class EquationsOfMotion:
             potential += curve.energy(float(stretch[i]))
         if self._nb > self._nq:
             potential += self._bushing_energy(kin)
+        if self._stops:
+            potential += self._joint_stops(kin)[5]
         for kind, rows, el in self._plugins:
             potential += float(np.sum(self._plugin_rows(kind, rows, el, kin, t)[:, 10]))
         return Energies(kinetic, potential, np.sum(m * kin.v, axis=0),

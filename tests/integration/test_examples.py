@@ -96,10 +96,12 @@ def test_examples_cover_the_format():
                     seen.add(f"projection {c['projection']}")
                 else:
                     seen.add(f"joint -> {JOINT_PROJECTION[c['joint']]}")
+        for j in doc.get("joints") or []:
+            seen.update("joint limits" for k in ("limits", "angle_limits", "displacement_limits") if k in j)
         for ld in doc.get("loads") or []:
             seen.add(f"{ld['type']} {next(iter(ld.get('scale', {'constant': 1})))}")
     wanted = {"gravity", "chain of 50", "fixed body", "world", "spring", "zero-length spring", "damper",
-              "dashpot", "torsional_damper"}
+              "dashpot", "torsional_damper", "joint limits"}
     wanted |= {f"orientation {k}" for k in ("quaternion", "axis_angle", "rotation_vector")}
     wanted |= {f"projection {p}" for p in ("P1", "P2", "P3", "none")}
     wanted |= {f"joint -> {p}" for p in ("P1", "P2", "none")}  # no joint kind maps to P3
