@@ -20,7 +20,8 @@ over the run -- with a short thick carriage, a cylindrical joint as both a
 rail and a thick sleeve, a universal joint as a cross of its two axes, a
 planar joint as a square in its plane, a ball (spherical) joint as a round
 marker, a lock as a square marker, a distance joint as a thin rod between
-its two points.  The view is fixed over the whole animation (limits from the whole trajectory,
+its two points; a joint's stops as thin spokes from its point at the angle
+limits and ticks across its rail at the offset limits, carried by A.  The view is fixed over the whole animation (limits from the whole trajectory,
 one scale on all three axes).
 
 A mode of a file written by ``mbsim modes`` (``/modes``, read by :func:`mbsim.io.reader.read_modes`) is
@@ -334,8 +335,27 @@ class Scene:
             w = np.cross(n[p], u)
             c = pb[p][:, None, :] + np.stack([u + w, -u + w, -u - w, u - w], axis=1)  # (P, 4, 3) corners
             thin.append(np.stack([c, np.roll(c, -1, axis=1)], axis=2).reshape(-1, 2, 3))
+        thin += self._stop_marks(k)
         balls = np.concatenate([pb[j["spherical"]], pa[j["distance"]], pb[j["distance"]]])
         return (np.concatenate(thick), np.concatenate(thin), balls, pb[j["lock"]])
+
+    def _stop_marks(self, k: int) -> list:
+        """A joint's stops at frame ``k``, carried by A: a spoke from the joint's point at each angle bound
+        (turned about the axis from the direction that was B's at t = 0), a tick across the rail at each
+        offset bound."""
+        g, h = self.jgeom, self.joint_half
+        marks = []
+        for i, coordinate, bound in g.stops:
+            if not g.has_points[i]:
+                continue
+            pa, n, u = g.points[k, i, 0], g.axis[k, i], g.perp[k, i]
+            if coordinate == "angle":
+                spoke = np.cos(bound) * u + np.sin(bound) * np.cross(n, u)
+                marks.append(np.array([[pa, pa + 0.8 * h[i] * spoke]]))
+            else:
+                c = pa + bound * n
+                marks.append(np.array([[c - 0.3 * h[i] * u, c + 0.3 * h[i] * u]]))
+        return marks
 
     def _update_joints(self, k: int):
         thick, thin, balls, locks = self.joint_segments(k)

@@ -241,6 +241,10 @@ class JointGeometry:
         planar joint's plane); NaN for joints without an axis.
     body_a, body_b : (J,) int
         Indices into the :func:`body_poses` arrays (world = B).
+    stops : tuple of (joint index, coordinate, bound)
+        The finite bounds of the joints' stops (SCENARIO.md, joints: limits): ``coordinate`` is
+        ``"angle"`` (rad, about ``axis`` from ``perp``) or ``"displacement"`` (m along ``axis`` from A's
+        point).
     """
 
     points: np.ndarray
@@ -250,6 +254,7 @@ class JointGeometry:
     perp: np.ndarray
     body_a: np.ndarray
     body_b: np.ndarray
+    stops: tuple = ()
 
 
 def joint_geometry(traj: dict, sc: Optional[Scenario] = None) -> JointGeometry:
@@ -271,10 +276,13 @@ def joint_geometry(traj: dict, sc: Optional[Scenario] = None) -> JointGeometry:
     has = np.zeros(J, dtype=bool)
     n_mat = np.full((J, 3, 3), np.nan)  # per joint: axis in A, axis in B, perpendicular in A (material)
     specs = {j.name: j for j in getattr(sc, "joints", ())} if sc is not None else {}
+    stops = []
     for i, name in enumerate(traj.get("joints/name", ())):
         j = specs.get(name)
         if j is None:
             continue
+        stops += [(i, coordinate, float(b)) for coordinate, lo, up, _, _ in getattr(j, "stops", ())
+                  for b in (lo, up) if np.isfinite(b)]
         X = np.asarray(j.points if j.type == "distance" else [j.point, j.point], dtype=float)
         arms[i] = [R0[e].T @ (X[k] - r0[e]) for k, e in enumerate((ia[i], ib[i]))]
         has[i] = True
@@ -292,7 +300,8 @@ def joint_geometry(traj: dict, sc: Optional[Scenario] = None) -> JointGeometry:
         perp = np.einsum("tjab,jb->tja", R[:, ia], n_mat[:, 2])
     else:
         axis = axis_b = perp = np.zeros((T, 0, 3))
-    return JointGeometry(points=pts, has_points=has, axis=axis, axis_b=axis_b, perp=perp, body_a=ia, body_b=ib)
+    return JointGeometry(points=pts, has_points=has, axis=axis, axis_b=axis_b, perp=perp, body_a=ia, body_b=ib,
+                         stops=tuple(stops))
 
 
 def box_shapes(traj: dict, sc: Optional[Scenario] = None):

@@ -156,3 +156,32 @@ joints:
                      "joints[3] (line 13): 'limits' is not a key of a spherical joint"):
         assert expected in msg, (expected, msg)
     assert "9 problems" in msg
+
+
+def test_a_sweeps_key_path_moves_a_stop():
+    """``joints[hinge].limits.upper``: the rotor's rebound angle follows the stop it is moved to."""
+    from mbsim.study import keypaths
+    data = _rotor(end=0.3)
+    keypaths.assign(data, keypaths.parse("joints[hinge].limits.upper"), 0.2)
+    res = mbsim.simulate(data).raise_for_status()
+    assert _angle(res).max() == pytest.approx(0.2 + 3.0 * np.sqrt(I_Z / K), abs=2e-3)
+
+
+def test_the_animation_draws_a_hinges_stops_as_spokes_at_its_limits(tmp_path):
+    pytest.importorskip("matplotlib")
+    from pathlib import Path
+    from mbsim.api import apply_overrides
+    from mbsim.io.reader import read_trajectory
+    from mbsim.viz.animate import Scene
+    door = Path(__file__).resolve().parents[2] / "scenarios" / "door.yaml"
+    sc = load_scenario(str(door))
+    out = tmp_path / "door.h5"
+    mbsim.simulate(apply_overrides(sc, end=0.1), output=out).raise_for_status()
+    traj = read_trajectory(str(out))
+    scene = Scene(traj, size=(400, 300))
+    thin = scene.joint_segments(3)[1]
+    spokes = thin[-2:] - thin[-2:, :1]  # from the hinge's point
+    d = spokes[:, 1] / np.linalg.norm(spokes[:, 1], axis=1, keepdims=True)
+    np.testing.assert_allclose(d[:, 2], 0.0, atol=1e-12)  # across the hinge's axis (z)
+    turn = np.arctan2(np.cross(d[0], d[1])[2], d[0] @ d[1])
+    assert turn == pytest.approx(0.785 + 0.011, abs=1e-12)  # from lower to upper, about the axis
