@@ -26,6 +26,7 @@ from . import compiling
 from .mechanics import frames as kfr
 from .mechanics.joints import JointError, SingularJoints, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
 from .analysis.statics import StaticsFailed  # noqa: F401  (re-exported: what run() raises for initial: equilibrium)
+from .elements import user_law
 from .model.model import Model
 from .scenario.spec import Scenario
 from .stepping import collapsed, controller_for, step_schedule  # noqa: F401  (step_schedule: public here too)
@@ -224,6 +225,8 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
     model = Model(scenario)
     for note in model.joint_notes:
         warnings.warn(note, JointWarning, stacklevel=2)
+    for note in user_law.notes(scenario):
+        warnings.warn(note, ElementWarning, stacklevel=2)
     if scenario.initial == "equilibrium" and not resume:
         start_at_equilibrium(model, notify)
     integ = INTEGRATORS[scenario.integrator.method](model, scenario.integrator)

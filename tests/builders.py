@@ -28,6 +28,15 @@ def spring_curve(name, a, b, pa, pb, curve, L0=None):
                          params={"force_curve": np.asarray(curve, dtype=float)})
 
 
+def spring_law(name, a, b, pa, pb, law, values):
+    """A spring whose tension is the user law ``law`` ("module:function", found on sys.path: e.g.
+    ``tests.user_laws:smooth``) with the parameters ``values`` (SCENARIO.md, law)."""
+    from mbsim.elements.user_law import LawRef
+    length = float(np.linalg.norm(np.subtract(pb, pa)))
+    ref = LawRef(law, None, tuple(f"p{i}" for i in range(len(values))), tuple(float(v) for v in values), length)
+    return ConnectorSpec(name, "spring", a, b, points=fa([pa, pb]), params={"law": ref})
+
+
 def bushing(name, a, b, point, K, C=None, preload=None, axes=None):
     """A bushing at ``point`` (SCENARIO.md, bushing): K and C 6×6 (or 6 diagonal values)."""
     def six(M):

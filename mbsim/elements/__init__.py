@@ -12,6 +12,7 @@ from .joints import KINDS as JOINTS
 from .spring import Spring
 from .torsional import TorsionalDamper
 from .torsional_spring import TorsionalSpring
+from .user_law import SpringLaw
 
 ELEMENTS: tuple[type[ElementKind], ...] = (
     Spring,
@@ -19,6 +20,7 @@ ELEMENTS: tuple[type[ElementKind], ...] = (
     TorsionalDamper,
     Bushing,
     TorsionalSpring,
+    SpringLaw,
 ) + JOINTS
 
 BY_TYPE: dict[str, type[ElementKind]] = {k.type: k for k in ELEMENTS}

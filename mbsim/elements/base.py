@@ -71,7 +71,8 @@ N_X = X_TARGET + MAX_OWN
 # --- what a law returns in y[e] -------------------------------------------------------------------
 Y_P = 0  # p = (p_d, p_A, p_B), 9
 Y_POTENTIAL, Y_POWER = 9, 10  # stored energy [J]; power it dissipates [W] (≥ 0 for a damper)
-Y_PHI = 11  # a constraint's rows Φ − F (MAX_OWN)
+Y_WORK = 11  # power it puts into the bodies as external work [W] (a kind that ``works``; THEORY §13, user laws)
+Y_PHI = 12  # a constraint's rows Φ − F (MAX_OWN)
 Y_GAMMA = Y_PHI + MAX_OWN  # a constraint's γ_f (MAX_OWN)
 N_Y = Y_GAMMA + MAX_OWN
 
@@ -148,6 +149,8 @@ class ElementKind:
     draw: ClassVar[str] = "line"  # how the tools draw it: "coil", "dashpot", "twist", "point", "joint", "line"
     outputs: ClassVar[tuple] = ("force", "moment")  # what /connectors/* (or /joints/*) of it mean
     dissipates: ClassVar[bool] = True  # whether it can dissipate energy (its law's Y_POWER can be nonzero)
+    works: ClassVar[bool] = False  # whether its work counts as external work (its law writes Y_WORK)
+    variant_of: ClassVar[Optional[str]] = None  # its instances are written as this type (with keys that select it)
     measures_rotation: ClassVar[bool] = False  # a relative rotation vector, valid below a half turn (warned past it)
     law: ClassVar[Callable]
 
@@ -155,6 +158,18 @@ class ElementKind:
     def unknowns_of(cls, spec) -> tuple:
         """The own unknowns of the instance ``spec`` (``unknowns`` unless a kind's instances differ)."""
         return cls.unknowns
+
+    @classmethod
+    def owns(cls, spec) -> bool:
+        """Whether the scenario item ``spec`` is an instance of this kind (its type; a kind with variants
+        tells them apart by their keys)."""
+        return spec.type == cls.type
+
+    @classmethod
+    def dissipates_in(cls, specs) -> bool:
+        """Whether these instances can dissipate energy (``dissipates``, unless a kind can tell by its
+        instances: the engine then leaves their power out)."""
+        return cls.dissipates
 
     @classmethod
     def seed_of(cls, spec) -> bool:
@@ -258,16 +273,18 @@ class Elements:
         self.kinds = tuple(kinds)
         width = max((sum(w for _, w in k.fields) for k in self.kinds), default=0)
         start, kind, body, rows, index, names, arm, stiff = [0], [], [], [], [], [], [], []
+        dissipating = [False] * len(self.kinds)
         first, owner, rotation, is_joint, arms, axes, sides, n_axes, seed = [], [], [], [], [], [], [], [], []
         sections = {"connectors": connectors, "joints": joints}
         for kid, cls in enumerate(self.kinds):
             items = sections[cls.section]
-            idx = [i for i, c in enumerate(items) if c.type == cls.type]
+            idx = [i for i, c in enumerate(items) if cls.owns(c)]
             start.append(start[-1] + len(idx))
             if not idx:
                 continue
             n_k = len(idx)
             specs = [items[i] for i in idx]
+            dissipating[kid] = bool(cls.dissipates_in(specs))
             is_joint += [cls.section == "joints"] * n_k
             ia = np.array([body_index[s.body_a] for s in specs], dtype=np.int64)
             ib = np.array([body_index[s.body_b] for s in specs], dtype=np.int64)
@@ -325,6 +342,8 @@ class Elements:
         self.kind_mask = np.array([block_mask(k.blocks) for k in self.kinds], dtype=np.int64)
         self.kind_interpolate = np.array([INTERPOLATE[k.interpolate] for k in self.kinds], dtype=np.int64)
         self.kind_points = np.array([k.points is not None for k in self.kinds], dtype=np.int64)
+        self.kind_dissipates = np.array(dissipating, dtype=np.int64)
+        self.kind_works = np.array([k.works for k in self.kinds], dtype=np.int64)
         self.index = np.array(index, dtype=np.int64)
         self.joint = np.array(is_joint, dtype=bool)
         self.names = names
@@ -362,7 +381,10 @@ class Elements:
 
     def describe(self, e: int) -> str:
         """``spring 'name'``: how messages name instance ``e``."""
-        return f"{self.kinds[self.kind[e]].type} '{self.names[e]}'"
+        cls = self.kinds[self.kind[e]]
+        return f"{cls.variant_of or cls.type} '{self.names[e]}'"
 
     def failure(self, e: int) -> str:
-        return f"{self.describe(e)} {self.kinds[self.kind[e]].failure}"
+        cls = self.kinds[self.kind[e]]
+        how = getattr(cls, "failure_of", None)
+        return f"{self.describe(e)} {how(self, e) if how is not None else cls.failure}"

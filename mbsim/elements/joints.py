@@ -465,10 +465,16 @@ _STOPPED = {"revolute": ("aA", "aB", "bA", "bB"), "prismatic": ("dv", "dA", "av"
             "cylindrical": ("dv", "dA", "av", "aA", "aB", "bA", "bB")}
 
 
+def _stops_dissipate(cls, specs) -> bool:
+    """Only joints with stops dissipate: without, the engine does not evaluate the joints for their power."""
+    return any(getattr(s, "stops", ()) for s in specs)
+
+
 def _kind(name: str, doc: str) -> type:
     extra = {}
     if name in _STOPPED:
-        extra = {"blocks": _Joint.blocks + _STOPPED[name], "dissipates": True}
+        extra = {"blocks": _Joint.blocks + _STOPPED[name], "dissipates": True,
+                 "dissipates_in": classmethod(_stops_dissipate)}
     return type(name.capitalize() + "Joint", (_Joint,), {"type": name, "__doc__": doc, **extra})
 
 

@@ -108,7 +108,7 @@ class Spring(ElementKind):
     """Linear spring between a point of body A and a point of body B."""
 
     type = "spring"
-    keys = ("points", "stiffness", "rest_length", "force_curve")
+    keys = ("points", "stiffness", "rest_length", "force_curve", "law", "parameters")
     fields = FIELDS
     points = ("ZA", "ZB")
     blocks = ("dd",)
@@ -121,6 +121,10 @@ class Spring(ElementKind):
     law = law
 
     @classmethod
+    def owns(cls, spec) -> bool:
+        return spec.type == "spring" and not (spec.params and spec.params.get("law") is not None)
+
+    @classmethod
     def seed_of(cls, spec) -> bool:
         # THEORY §8: the excerpt's eq. rbs-8, for a linear spring (a force curve: the consistent tangent)
         return not (spec.params and spec.params.get("force_curve") is not None)
@@ -128,10 +132,20 @@ class Spring(ElementKind):
     @staticmethod
     def read(r, m) -> dict:
         fields = read_points(r, m)
-        given = r.exactly_one(m, ("stiffness", "force_curve"))
+        given = r.exactly_one(m, ("stiffness", "force_curve", "law"))
         fields["stiffness"] = r.required_number(m, "stiffness", ">=0") if given == "stiffness" else None
         fields["force_curve"] = _read_curve(r, m) if given == "force_curve" else None
+        if m.has("parameters") and given != "law":
+            r.report(m.sub("parameters"), m.get("parameters"), "belongs to a law: give 'law' too, or remove it")
         points = fields["points"]
+        if given == "law":
+            if m.has("rest_length"):
+                r.report(m.sub("rest_length"), m.get("rest_length"), "has no meaning with a law (its tension is a "
+                                                                     "function of the length itself: pass a rest "
+                                                                     "length among its parameters)")
+            fields["law"] = _read_law(r, m, points)
+            fields["rest_length"] = None
+            return fields
         # halves first (read_points refuses points too far apart for a finite length)
         default = None if points is None else points_distance(points)
         if default is not None and not np.isfinite(default):
@@ -187,6 +201,49 @@ def _integral_to_zero(knots) -> float:
     s = (x - d[i]) / h
     return g[i] + h * ((s - s ** 3 + 0.5 * s ** 4) * f[i] + h * (0.5 * s ** 2 - 2 * s ** 3 / 3 + 0.25 * s ** 4) * m[i]
                        + (s ** 3 - 0.5 * s ** 4) * f[i + 1] + h * (0.25 * s ** 4 - s ** 3 / 3) * m[i + 1])
+
+
+def _read_law(r, m, points):
+    """``law: "module:function"`` and ``parameters: {name: value, …}`` (THEORY §13): the law imported,
+    compiled and tried at the initial length (:func:`mbsim.elements.user_law.resolve`), unless the reader
+    only checks the form (``r.laws`` False: a scenario read back from a result)."""
+    from . import user_law
+    node = m.get("law")
+    text = r.string(node, m.sub("law"))
+    if text is None:
+        return None
+    try:
+        user_law.parse_reference(text)
+    except ValueError as e:
+        r.report(m.sub("law"), node, str(e))
+        return None
+    names, values = (), ()
+    pnode = m.get("parameters")
+    if pnode is not None:
+        value = getattr(pnode, "value", None)
+        given = [getattr(k, "value", None) for k, _ in value] if isinstance(value, list) else []
+        pm = r.mapping(pnode, m.sub("parameters"), [k for k in given if isinstance(k, str)])
+        if pm is None:
+            return None
+        before = len(r.problems)
+        names = tuple(pm.items)
+        values = tuple(r.number(pm.get(k), pm.sub(k)) for k in names)
+        if len(r.problems) > before:
+            return None
+        if len(names) > user_law.MAX_PARAMETERS:
+            r.report(m.sub("parameters"), pnode, f"at most {user_law.MAX_PARAMETERS} parameters, got {len(names)}")
+            return None
+    if points is None:
+        return None
+    length = points_distance(points)
+    ref = user_law.LawRef(text, getattr(r, "base", None), names, tuple(float(v) for v in values), float(length))
+    if getattr(r, "laws", True):
+        try:
+            ref.compiled()
+        except user_law.LawError as e:
+            r.report(m.sub("law"), node, str(e))
+            return None
+    return ref
 
 
 def _read_curve(r, m):

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..elements.base import DERIVATIVES, JACOBIAN, N_DY, N_X, N_Y, VALUES, Y_P, Y_PHI, Y_POWER
+from ..elements.base import DERIVATIVES, JACOBIAN, N_DY, N_X, N_Y, VALUES, Y_P, Y_PHI, Y_POWER, Y_WORK
 from ..kernels import lu as klu
 from ..kernels import njit
 from ..kernels.so3 import cay_compose, cay_mv, matrices
@@ -513,8 +513,7 @@ def _accept(consts, step_k, state, it, own, model, pw, energy_wk):
     # the power the elements that can dissipate dissipate at the new state (an ideal joint does no work, and
     # its law is the costliest: it is not evaluated again here)
     matrices(q, Rw)
-    pd = _power(el, elx, (Rw, r, nodr, v, w), (lam, target), t1, (x, y, dy, arms))
-    pe = 0.0
+    pd, pe = _power(el, elx, (Rw, r, nodr, v, w), (lam, target), t1, (x, y, dy, arms))
     for i in range(n_all):
         for j in range(3):
             pe += FL1[ks, i, j] * v[i, j] + ML1[ks, i, j] * w[i, j]
@@ -526,13 +525,14 @@ def _accept(consts, step_k, state, it, own, model, pw, energy_wk):
 
 @njit(cache=True)
 def _power(el, elx, bodies, own, t, work):
-    """The power the elements dissipate at a state (the kinds that can: ``elx[9]``), kind by kind."""
+    """The power the elements dissipate at a state (the kinds whose instances can: ``elx[9]``), and the
+    power they put in as external work (the kinds that work: ``elx[10]``), kind by kind."""
     start, data = el[0], el[2]
-    dissipates = elx[9]
+    dissipates, works = elx[9], elx[10]
     x, y, dy, arms = work
-    power = 0.0
+    power, worked = 0.0, 0.0
     for kind in range(start.shape[0] - 1):
-        if not dissipates[kind]:
+        if not (dissipates[kind] or works[kind]):
             continue
         for lo in range(start[kind], start[kind + 1], gather.CHUNK):
             hi = min(lo + gather.CHUNK, start[kind + 1])
@@ -540,7 +540,9 @@ def _power(el, elx, bodies, own, t, work):
             law(kind, 0, hi - lo, data[lo:hi], x, t, VALUES, y, dy)
             for i in range(hi - lo):
                 power += y[i, Y_POWER]
-    return power
+                if works[kind]:
+                    worked += y[i, Y_WORK]
+    return power, worked
 
 
 def instance_work(shared, width: int) -> tuple:

@@ -24,7 +24,7 @@ from typing import Optional
 
 import numpy as np
 
-from ..elements.base import DERIVATIVES, DG, GAMMA, JACOBIAN, VALUES, Y_GAMMA, Y_POTENTIAL, Y_POWER
+from ..elements.base import DERIVATIVES, DG, GAMMA, JACOBIAN, VALUES, Y_GAMMA, Y_POTENTIAL, Y_POWER, Y_WORK
 from ..kernels.rotations import cross, quat_to_matrix
 from ..linalg import LinearSolver
 from . import blocks as kbl
@@ -297,14 +297,17 @@ class Mechanism:
         return a, al, None
 
     def powers(self, s) -> tuple[float, float]:
-        """Dissipated power of the elements and power of the loads at state ``s`` [W]."""
+        """Dissipated power of the elements and power of the loads (and of the elements whose work is external,
+        THEORY §13) at state ``s`` [W]."""
         m = self.model
         self._evaluate(s, VALUES)
         y = self._work[1]
         start = m.elements.start
         pd = sum(float(y[lo:hi, Y_POWER].sum()) for lo, hi in zip(start[:-1], start[1:]))  # kind by kind
+        pw = sum(float(y[lo:hi, Y_WORK].sum()) for k, (lo, hi) in enumerate(zip(start[:-1], start[1:]))
+                 if m.elements.kind_works[k])
         _, _, FL, ML = m.external(s.t)
-        pe = float(np.sum(FL * s.v) + np.sum(ML * s.w))
+        pe = float(np.sum(FL * s.v) + np.sum(ML * s.w)) + pw
         return pd, pe
 
     def quadratic(self, s) -> np.ndarray:
@@ -394,17 +397,18 @@ def _body_forces(y, arms) -> np.ndarray:
 
 def element_arrays(model, assembler=None) -> tuple:
     """What the compiled engine needs of the elements beyond their packed description: ``(index, joint,
-    stiff, ref, owner, rotation, dofs, pos, arm, dissipates)`` -- the scenario rows, whether joints, the
+    stiff, ref, owner, rotation, dofs, pos, arm, dissipates, works)`` -- the scenario rows, whether joints, the
     stiffnesses and arm lengths (the round-off floor), the m_ref or J_ref of each own unknown
     (:attr:`mbsim.model.Model.unknown_reference`), the instance and kind of each own unknown, the
-    assembler's scatter maps (empty without an assembler) and, per kind, whether it can dissipate."""
+    assembler's scatter maps (empty without an assembler) and, per kind, whether its instances can dissipate
+    and whether its work is external work."""
     el = model.elements
     w = el.width
     if assembler is not None:
         maps = (assembler.el_dofs, assembler.el_pos)
     else:
         maps = (np.zeros((0, w), np.int64), np.zeros((0, w * w), np.int32))
-    dissipates = np.array([k.dissipates for k in el.kinds], dtype=np.int64)
     return (el.index, el.joint, el.stiff, np.ascontiguousarray(model.unknown_reference, dtype=float),
-            el.unknown_element, el.unknown_rotation.astype(np.int64)) + maps + (el.arm, dissipates)
+            el.unknown_element, el.unknown_rotation.astype(np.int64)) + maps + (el.arm, el.kind_dissipates,
+                                                                               el.kind_works)
 

@@ -277,6 +277,17 @@ class _Kinematics(NamedTuple):
 # --------------------------------------------------------------------------
 # the equations
 # --------------------------------------------------------------------------
+def _user_function(ref):
+    """A spring's user law (THEORY §13) as the user wrote it, run as plain Python, and how many values it
+    returns (1, 3 or 4): the reference shares none of the compiled wrapper's code."""
+    from mbsim.elements.user_law import _import, parse_reference
+    module, function = parse_reference(ref.reference)
+    func = getattr(_import(module, ref.base)[0], function)
+    func = getattr(func, "py_func", func)
+    value = func(ref.length, 0.0, 0.0, np.array(ref.values, dtype=float))
+    return func, (len(value) if isinstance(value, tuple) else 1)
+
+
 def _left_jacobian_inverse(theta) -> np.ndarray:
     """J_l(θ)⁻¹ = I − ½ θ̂ + (1/φ² − (1 + cos φ)/(2 φ sin φ)) θ̂², φ = |θ| (a series below 1e-3 rad)."""
     phi = float(np.linalg.norm(theta))
@@ -468,7 +479,10 @@ class EquationsOfMotion:
         self._zb = matvec(rot0_t[ib], pts[:, 1] - self._r0_e[ib])
         self._za[p:] = self._zb[p:] = 0.0
         self._k = np.array([c.stiffness if c.stiffness is not None else 0.0 for c in cs[:ns]], dtype=float)
-        self._l0 = np.array([c.rest_length for c in cs[:ns]], dtype=float)
+        self._l0 = np.array([c.rest_length if c.rest_length is not None else 0.0 for c in cs[:ns]], dtype=float)
+        # user laws (THEORY §13): the user's function itself, called as plain Python
+        self._laws = [(i, *_user_function(c.params["law"]), np.array(c.params["law"].values, dtype=float))
+                      for i, c in enumerate(cs[:ns]) if c.params and c.params.get("law") is not None]
         # force curves (THEORY §13): SciPy's PCHIP between the points, linear beyond with the end slopes
         self._curves = [(i, _Curve(c.params["force_curve"])) for i, c in enumerate(cs[:ns])
                         if c.params and c.params.get("force_curve") is not None]
@@ -813,6 +827,21 @@ class EquationsOfMotion:
         # damper, THEORY §7: f = ε_c (v_pt,B − v_pt,A), full relative velocity; axial: its component
         # along the line, f = ε_c L̇ c/L (L̇ = c·Δv/L)
         dissipation = 0.0
+        worked = 0.0
+        for i, law, returns, prm in self._laws:  # a user law's tension T(L, L̇, t) along the line: T c/L on A
+            a, b = self._ia[i], self._ib[i]
+            dv = (kin.v_e[b] + np.cross(kin.w_e[b], kin.z_b[i])) - (kin.v_e[a] + np.cross(kin.w_e[a], kin.z_a[i]))
+            L = float(kin.length[i])
+            rate = float(kin.c[i] @ dv) / L
+            value = law(L, rate, t, prm)
+            tension = float(value[0] if returns > 1 else value)
+            f[i] = tension / L * kin.c[i]
+            if returns == 4:  # it stores V(L): the rest of its work, (T − V′) L̇, is dissipated
+                h = 1e-5 * L
+                slope = (law(L + h, rate, t, prm)[3] - law(L - h, rate, t, prm)[3]) / (2.0 * h)
+                dissipation += (tension - slope) * rate
+            else:  # its power into the bodies, −T L̇, is external work
+                worked -= tension * rate
         if p > ns:
             ia, ib = self._ia[ns:p], self._ib[ns:p]
             dv = (kin.v_e[ib] + cross(kin.w_e[ib], kin.z_b[ns:p])) \
@@ -849,7 +878,7 @@ class EquationsOfMotion:
                 y = self._plugin_rows(kind, rows, el, kin, t)
                 f[rows], m[rows], mb[rows] = -y[:, 0:3], y[:, 3:6], -y[:, 6:9]
                 dissipation += float(np.sum(y[:, 9]))
-        return f, m, mb, dissipation
+        return f, m, mb, dissipation, worked
 
     def _plugin_rows(self, kind, rows, el, kin: _Kinematics, t):
         """A plug-in kind's law at this state (mbsim.elements.base: the state row of each instance from
@@ -886,8 +915,9 @@ class EquationsOfMotion:
 
     def _resultants(self, y, t):
         kin = self._kinematics(y)
-        f, m, mb, dissipation = self._connectors(kin, t)
+        f, m, mb, dissipation, worked = self._connectors(kin, t)
         lv, power = self._loads(kin, t)
+        power += worked
         nc = self._nc
         # A receives (f, z_A × f + m), B receives −(f, z_B × f + m_B) (THEORY §6; m_B = m but for a
         # plug-in kind); the sign of B is in the scatter matrix
@@ -1237,6 +1267,9 @@ class EquationsOfMotion:
             potential += self._bushing_energy(kin)
         if self._stops:
             potential += self._joint_stops(kin)[5]
+        for i, law, returns, prm in self._laws:
+            if returns == 4:
+                potential += float(law(float(kin.length[i]), 0.0, t, prm)[3])
         for kind, rows, el in self._plugins:
             potential += float(np.sum(self._plugin_rows(kind, rows, el, kin, t)[:, 10]))
         return Energies(kinetic, potential, np.sum(m * kin.v, axis=0),

@@ -173,7 +173,7 @@ def _too_large(size: int) -> str:
             f"(validating one takes about 90 bytes of memory per byte of text)")
 
 
-def parse_scenario(text: str, source: Optional[str] = None, *, analysis: bool = False) -> Scenario:
+def parse_scenario(text: str, source: Optional[str] = None, *, analysis: bool = False, laws: bool = True) -> Scenario:
     """Validate scenario ``text`` (already read) and return the Scenario.
 
     Parameters
@@ -185,13 +185,17 @@ def parse_scenario(text: str, source: Optional[str] = None, *, analysis: bool = 
         Path the text came from: used in messages and for the default name.
     analysis : bool
         As :func:`load_scenario`'s.
+    laws : bool
+        Import, compile and try the springs' user laws (THEORY §13; from the directory of ``source`` first),
+        refusing one that fails; False: check only their form (a scenario read back from a result, whose
+        law module may not be at hand: such a scenario cannot be run).
     """
     if len(text) > MAX_SCENARIO_BYTES:
         raise ScenarioError([Problem("<file>", None, _too_large(len(text)))], source)
     if isinstance(text, (bytes, bytearray)):
         text = _decode(bytes(text), source)
     default = os.path.splitext(os.path.basename(source))[0] if source else ""
-    return _parse(text, source, default or "scenario", analysis)
+    return _parse(text, source, default or "scenario", analysis, laws)
 
 
 def scenario_from_dict(data: dict, name: Optional[str] = None, *, analysis: bool = False) -> Scenario:
@@ -307,20 +311,26 @@ def _gc_paused():
             gc.enable()
 
 
-def _parse(text: str, source: Optional[str], default_name: str, analysis: bool = False) -> Scenario:
+def _parse(text: str, source: Optional[str], default_name: str, analysis: bool = False,
+           laws: bool = True) -> Scenario:
     with _gc_paused():
-        return _parse_unpaused(text, source, default_name, analysis)
+        return _parse_unpaused(text, source, default_name, analysis, laws)
 
 
-def _parse_unpaused(text: str, source: Optional[str], default_name: str, analysis: bool) -> Scenario:
+def _parse_unpaused(text: str, source: Optional[str], default_name: str, analysis: bool, laws: bool) -> Scenario:
     root, problems = compose(text)
     if root is None:
         raise ScenarioError(problems, source)
-    return _validate(root, text, source, default_name, analysis)
+    return _validate(root, text, source, default_name, analysis, laws)
 
 
-def _validate(root, text: str, source: Optional[str], default_name: str, analysis: bool = False) -> Scenario:
+def _validate(root, text: str, source: Optional[str], default_name: str, analysis: bool = False,
+              laws: bool = True) -> Scenario:
     r = Reader()
+    # what reading a spring's user law needs (mbsim.elements.spring): where its module is looked for first,
+    # and whether it is imported and compiled
+    r.base = os.path.dirname(os.path.abspath(source)) if source else None
+    r.laws = laws
     scenario = _scenario(r, root, default_name, text, source, analysis)
     if r.problems:
         # Stable sort: file order, problems without a line first.
@@ -742,7 +752,8 @@ def _rules_of(registry: tuple) -> tuple[dict, dict, dict, list]:
     kind by type, the aliases of the type names, per type a message for each key that belongs to other
     types only, and every key of any type.  Kinds of the ``joints`` section (``section``) are not
     connector types: the loader reads joints itself (:func:`_joint`)."""
-    kinds = [k for k in registry if getattr(k, "section", "connectors") == "connectors"]
+    kinds = [k for k in registry if getattr(k, "section", "connectors") == "connectors"
+             and getattr(k, "variant_of", None) is None]  # (a variant is read as the type it is written as)
     keys = {k.type: _CONNECTOR_COMMON + k.keys for k in kinds}
     aliases = {alias: k.type for k in kinds for alias in k.aliases}
     every = sorted({k for own in keys.values() for k in own})

@@ -22,7 +22,7 @@ from mbsim.elements import BY_TYPE, ELEMENTS
 from mbsim.integrators import GeneralizedAlpha, State
 from mbsim.model.model import Model
 from mbsim.kernels.rotations import cay_quat, quat_mul, quat_normalize, skew, tmat
-from tests.builders import body, bushing, damper, load, scenario, spring, spring_curve, torsional, torsional_spring
+from tests.builders import body, bushing, damper, load, scenario, spring, spring_curve, spring_law, torsional, torsional_spring
 
 DT = 0.02
 
@@ -119,6 +119,14 @@ EXAMPLES = {
                                                  [2, 3, 4, 0.5, 0.2, 0.3])},
     "torsional_spring": {"": lambda A, B: torsional_spring("s", A, B, 30.0),
                          "damped": lambda A, B: torsional_spring("s", A, B, 30.0, 1.5)},
+    # user laws (tests/user_laws.py): nonlinear in the length, the rate and the time, with its derivatives;
+    # the tension alone (central differences); a tendon in its toe region (taut at the tests' states), damped
+    "spring_law": {"smooth": lambda A, B: spring_law("u", A, B, PA, PB, "tests.user_laws:smooth",
+                                                    (250.0, 0.4, 80.0, 3.0, 0.5, 0.3)),
+                   "tension alone": lambda A, B: spring_law("u", A, B, PA, PB, "tests.user_laws:linear_tension",
+                                                           (250.0, 0.4)),
+                   "tendon": lambda A, B: spring_law("u", A, B, PA, PB, "tests.user_laws:tendon",
+                                                    (400.0, 0.3, 1.0, 0.5, 0.2, 3.0))},
 }
 # the joints (own unknowns, their own law of constraint rows) have their finite-difference tests in
 # tests/unit/test_joints.py
