@@ -104,7 +104,8 @@ def main(argv=None) -> int:
     args = ap.parse_args(argv)
     n, steps = args.n, args.steps
 
-    run_mbsim(n, 5, False), run_mbsim(n, 5, True)  # compile (or load) everything first
+    run_mbsim(n, 5, False)  # compile (or load) the engine first
+    first = run_mbsim(n, 5, True)["read_s"]  # reading the scenario: importing and compiling the law, once
     built, laws = [], []
     for k in range(args.repeats):  # alternately, the order flipping
         for law in ((False, True) if k % 2 == 0 else (True, False)):
@@ -115,8 +116,8 @@ def main(argv=None) -> int:
     print(f"  mbsim built-in spring  {statistics.median(r['solve_s'] for r in built):8.3f} s   "
           f"({built[0]['newton']} Newton iterations)")
     print(f"  mbsim user law         {statistics.median(r['solve_s'] for r in laws):8.3f} s   "
-          f"({laws[0]['newton']} Newton iterations; reading the scenario and compiling the law: "
-          f"{laws[0]['read_s']:.2f} s, then {laws[-1]['read_s']:.2f} s)")
+          f"({laws[0]['newton']} Newton iterations; reading the scenario: {first:.2f} s the first time, "
+          f"importing and compiling the law, then {laws[-1]['read_s']:.2f} s)")
     print(f"  user law / built-in    {ratio:8.3f}      (goal: at most 1.3)")
     print(f"  final positions differ by {diff:.2e} m")
 

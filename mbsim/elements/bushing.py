@@ -9,8 +9,9 @@ Frame E (three orthonormal axes, world at t = 0, fixed in A; the same axes fixed
 (d = x_B − x_A of the points), the generalized force on B ``g = −(p + K δ + C δ̇)``, and the law's
 ``p_d = E g_t`` (the force on B's point), ``p_B = E J_l(θ)⁻ᵀ g_r`` (the moment on B),
 ``p_A = −p_B + p_d × d`` — each conjugate to the exact variation of δ (:mod:`.rotation`), so that the
-stiffness is exactly conservative at any rotation.  Potential ½ δᵀKδ + pᵀδ (K symmetric), dissipated
-power δ̇ᵀCδ̇.  The axis-less torsional spring (:mod:`.torsional_spring`) is the same law with K the
+stiffness is exactly conservative at any rotation.  Potential ½ δᵀKδ + pᵀδ (= ½ δᵀK_sδ + pᵀδ, K_s the
+symmetric part of K), dissipated power δ̇ᵀCδ̇; a non-symmetric K's antisymmetric part K_a does the work
+−(K_a δ)·δ̇ = −½[(Kδ)·δ̇ − δ·(Kδ̇)] on the bodies, counted as external work (``Y_WORK``; THEORY §13).  The axis-less torsional spring (:mod:`.torsional_spring`) is the same law with K the
 rotational κ I and no point.
 
 It is evaluated at the states of the step's ends and its forces interpolated (``interpolate =
@@ -23,12 +24,12 @@ import numpy as np
 
 from ..kernels import njit
 from ..kernels.vec import cross, hat, madd, mm, mneg, msub, mt, put, put_block, row
-from .base import (DERIVATIVES, X_AXES, X_D, X_DV, X_WA, X_WB, Y_P, Y_POTENTIAL, Y_POWER, ElementKind, block_offset,
-                   material_arms, offsets)
+from .base import (DERIVATIVES, X_AXES, X_D, X_DV, X_WA, X_WB, Y_P, Y_POTENTIAL, Y_POWER, Y_WORK, ElementKind,
+                   block_offset, material_arms, offsets)
 from .rotation import d_jinv, jinv, log_rotation
 
-FIELDS = (("ZA", 3), ("ZB", 3), ("K", 36), ("C", 36), ("P", 6))
-_K, _C, _P = offsets(FIELDS)[2:]
+FIELDS = (("ZA", 3), ("ZB", 3), ("K", 36), ("C", 36), ("P", 6), ("asym", 1))  # asym: K is not symmetric
+_K, _C, _P, _ASYM = offsets(FIELDS)[2:]
 
 # where ∂p_d, ∂p_A, ∂p_B with respect to d, θ_A, θ_B, ḋ, ω_A, ω_B go
 _BD = tuple(block_offset("d" + c) for c in "dabvAB")
@@ -125,6 +126,13 @@ def law(lo, hi, p, x, t, want, y, dy):
                              + p[e, _P + 3] * dr_[0] + p[e, _P + 4] * dr_[1] + p[e, _P + 5] * dr_[2])
         y[e, Y_POWER] = (rt_[0] * ct[0] + rt_[1] * ct[1] + rt_[2] * ct[2]
                          + rr_[0] * cr[0] + rr_[1] * cr[1] + rr_[2] * cr[2])
+        y[e, Y_WORK] = 0.0
+        if p[e, _ASYM] != 0.0:  # −½[(Kδ)·δ̇ − δ·(Kδ̇)]: the antisymmetric part's power, external work
+            lt, lr = _apply(p, e, _K, rt_, rr_)
+            y[e, Y_WORK] = -0.5 * ((kt[0] * rt_[0] + kt[1] * rt_[1] + kt[2] * rt_[2]
+                                    + kr[0] * rr_[0] + kr[1] * rr_[1] + kr[2] * rr_[2])
+                                   - (dt_[0] * lt[0] + dt_[1] * lt[1] + dt_[2] * lt[2]
+                                      + dr_[0] * lr[0] + dr_[1] * lr[1] + dr_[2] * lr[2]))
         if want & DERIVATIVES:
             S = mm(Ji, Et)  # ∂θ/∂θ_B
             nS = mneg(S)
@@ -205,6 +213,7 @@ class Bushing(ElementKind):
     draw = "point"
     outputs = ("force", "moment")
     law = law
+    works = True  # a non-symmetric stiffness
     stiffness = "k_max"
     measures_rotation = True  # its rotation vector is valid below a half turn (the driver warns past it)
 
@@ -225,11 +234,7 @@ class Bushing(ElementKind):
                     r.report(m.sub("axes"), node, "must be a right-handed triad (axes[2] = axes[0] × axes[1])")
                 else:
                     axes = a / norms[:, None]
-        K = matrix6(r, m, "stiffness", True)
-        if K is not None and np.abs(K - K.T).max() > 1e-12 * max(np.abs(K).max(), 1e-300):
-            r.report(m.sub("stiffness"), m.get("stiffness"),
-                     "must be symmetric: a non-symmetric stiffness does work that is not stored (non-conservative), "
-                     "which mbsim does not support in a bushing yet")
+        K = matrix6(r, m, "stiffness", True)  # (not symmetric: its antisymmetric part's work is external work)
         C = matrix6(r, m, "damping", False)
         if C is not None:
             lowest = float(np.linalg.eigvalsh(0.5 * (C + C.T))[0])
@@ -255,4 +260,5 @@ class Bushing(ElementKind):
         C = np.array([s.params["bushing_damping"] for s in specs], dtype=float).reshape(n, 36)
         P = np.array([s.params["preload"] for s in specs], dtype=float).reshape(n, 6)
         return {"ZA": ZA, "ZB": ZB, "A1": EA[:, 0], "A2": EA[:, 1], "A3": EA[:, 2], "B1": EB[:, 0], "B2": EB[:, 1],
-                "B3": EB[:, 2], "K": K, "C": C, "P": P, "k_max": np.abs(K).max(axis=1)}
+                "B3": EB[:, 2], "K": K, "C": C, "P": P, "k_max": np.abs(K).max(axis=1),
+                "asym": [float(not np.array_equal(k.reshape(6, 6), k.reshape(6, 6).T)) for k in K]}

@@ -51,4 +51,4 @@ class TorsionalSpring(ElementKind):
         EB = R0[ib].transpose(0, 2, 1)
         return {"ZA": np.zeros((n, 3)), "ZB": np.zeros((n, 3)), "A1": EA[:, :, 0], "A2": EA[:, :, 1],
                 "A3": EA[:, :, 2], "B1": EB[:, :, 0], "B2": EB[:, :, 1], "B3": EB[:, :, 2], "K": K.reshape(n, 36),
-                "C": C.reshape(n, 36), "P": np.zeros((n, 6)), "kappa": [s.stiffness for s in specs]}
+                "C": C.reshape(n, 36), "P": np.zeros((n, 6)), "asym": np.zeros(n), "kappa": [s.stiffness for s in specs]}

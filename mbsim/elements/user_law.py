@@ -16,7 +16,8 @@ gives the tension alone gets its derivatives by central differences (:data:`EPS3
 with a potential gets V′ the same way.  The wrapper's address goes into the spring's parameter row, and the
 compiled law of the kind (:func:`law`) calls it through that address (:func:`call`: an indirect call the
 engine's cached machine code makes; no Python per evaluation, and no recompilation of the engine for a new
-law).  Run as plain Python (:mod:`mbsim.compiling`), :func:`call` calls the same wrapper through ctypes.
+law).  Run as plain Python (:mod:`mbsim.compiling`, NUMBA_DISABLE_JIT), :func:`call` calls ``fill``, the
+compiled function the wrapper wraps (its plain Python under NUMBA_DISABLE_JIT).
 
 The tension pulls A towards B: the force on A is ``T n``, n the unit vector from A's point to B's.  Energy
 (THEORY §9): a law that returns a fourth value V(L) stores V, and the rest of its work, ``(T − V′) L̇``, is
@@ -24,7 +25,6 @@ dissipated; a law without one puts its power ``−T L̇`` into the bodies as ext
 """
 from __future__ import annotations
 
-import ctypes
 import importlib
 import importlib.util
 import math
@@ -61,18 +61,20 @@ class LawError(ValueError):
 
 @dataclass(frozen=True)
 class Compiled:
-    """A law compiled for this process: the numba dispatcher of the user's function, the C wrapper and
-    its address, and what the function returns (1, 3 or 4 values)."""
+    """A law compiled for this process: what the user's function returns (1, 3 or 4 values), ``fill`` --
+    ``fill(L, L̇, t, params, out) -> 0 | 1``, the user's function (compiled) with the central differences
+    around it, callable from Python -- and the C wrapper of ``fill`` whose address the engine calls (None
+    where numba does not compile: NUMBA_DISABLE_JIT, whose plain runs call ``fill``)."""
 
     reference: str
     origin: str  # the module's file (or its name)
     returns: int
-    dispatcher: object = field(repr=False)
+    fill: object = field(repr=False)
     wrapper: object = field(repr=False)
 
     @property
     def address(self) -> int:
-        return int(self.wrapper.address)
+        return int(self.wrapper.address) if self.wrapper is not None else id(self)
 
     @property
     def potential(self) -> bool:
@@ -85,7 +87,7 @@ class Compiled:
 
 
 _lock = threading.Lock()
-_compiled: dict[tuple, Compiled] = {}  # (module file or name, function) -> Compiled
+_compiled: dict[tuple, Compiled] = {}  # (module file or name, function, its code) -> Compiled
 _by_address: dict[int, Compiled] = {}
 
 
@@ -146,12 +148,15 @@ def resolve(reference: str, base: Optional[str], parameters, length: float) -> C
 
 def _compile(reference: str, origin: str, func, parameters: np.ndarray, length: float) -> Compiled:
     import numba
+    from .. import kernels
+    kernels.prepare()  # (numba types mbsim's kernels, _finite among them, as their dispatchers)
     from numba.core.errors import NumbaError
     if getattr(func, "py_func", None) is not None:  # already a numba function: its Python source
         func = func.py_func
-    dispatcher = numba.njit(error_model="numpy")(func)
+    jit = not numba.config.DISABLE_JIT
+    f = numba.njit(error_model="numpy")(func)
     try:
-        value = dispatcher(length, 0.0, 0.0, parameters)
+        value = f(length, 0.0, 0.0, parameters)
     except NumbaError as e:
         first = [ln for ln in str(e).splitlines() if ln.strip()][:4]
         raise LawError(f"{reference} does not compile with numba (nopython): {' '.join(first)}") from None
@@ -166,38 +171,39 @@ def _compile(reference: str, origin: str, func, parameters: np.ndarray, length: 
         returns = 1
     else:
         raise LawError(f"{reference} returns {type(value).__name__}; expected a number or a tuple of numbers")
-    wrapper = _wrap(dispatcher, returns)
-    return Compiled(reference, origin, returns, dispatcher, wrapper)
+    fill = _fill(f, returns)
+    if not jit:
+        return Compiled(reference, origin, returns, fill, None)
+    fill = numba.njit(error_model="numpy")(fill)
+    return Compiled(reference, origin, returns, fill, _wrap(fill))
 
 
 def _try(done: Compiled, parameters: np.ndarray, length: float) -> None:
     """The law at the initial length, rate 0, time 0 must give finite values."""
     out = np.zeros(5)
-    p = np.ascontiguousarray(parameters, dtype=float)
-    if _ctypes_call(done, length, 0.0, 0.0, p, out) != 0:
+    if done.fill(length, 0.0, 0.0, np.ascontiguousarray(parameters, dtype=float), out) != 0:
         names = ("tension", "dT/dlength", "dT/drate", "energy", "dV/dlength")
         raise LawError(f"{done.reference} gives a value that is not finite at the initial length {length:g} m "
                        f"(rate 0, time 0): " + ", ".join(f"{n} = {v:g}" for n, v in zip(names, out)))
 
 
-def _wrap(f, returns: int):
-    """The C wrapper of the compiled user function ``f`` (module docstring)."""
-    from numba import carray, cfunc, types
-    signature = types.int64(types.float64, types.float64, types.float64, types.CPointer(types.float64),
-                            types.int64, types.CPointer(types.float64))
+@njit(cache=True)
+def _finite(out, k):
+    """0 when the first ``k`` values of ``out`` are finite, else 1."""
+    for i in range(k):
+        if not math.isfinite(out[i]):
+            return 1
+    return 0
+
+
+def _fill(f, returns: int):
+    """``fill(L, L̇, t, params, out)``: the user's ``f`` into out = (T, ∂T/∂L, ∂T/∂L̇, V, V′), the missing
+    derivatives by central differences (module docstring); 0, or 1 when a value is not finite."""
     h = EPS3
-
-    def _finite(out, k):
-        for i in range(k):
-            if not math.isfinite(out[i]):
-                return 1
-        return 0
-
-    finite = _numba_local(_finite)
+    finite = _finite
 
     if returns == 1:
-        def law_c(L, Ld, t, pp, n, out):
-            prm = carray(pp, (n,))
+        def fill(L, Ld, t, prm, out):
             out[0] = f(L, Ld, t, prm)
             a, b = L + h * max(abs(L), 1e-9), L - h * max(abs(L), 1e-9)
             out[1] = (f(a, Ld, t, prm) - f(b, Ld, t, prm)) / (a - b)
@@ -207,40 +213,38 @@ def _wrap(f, returns: int):
             out[4] = 0.0
             return finite(out, 3)
     elif returns == 3:
-        def law_c(L, Ld, t, pp, n, out):
-            prm = carray(pp, (n,))
+        def fill(L, Ld, t, prm, out):
             r = f(L, Ld, t, prm)
             out[0], out[1], out[2] = r[0], r[1], r[2]
             out[3] = 0.0
             out[4] = 0.0
             return finite(out, 3)
     else:
-        def law_c(L, Ld, t, pp, n, out):
-            prm = carray(pp, (n,))
+        def fill(L, Ld, t, prm, out):
             r = f(L, Ld, t, prm)
             out[0], out[1], out[2], out[3] = r[0], r[1], r[2], r[3]
             a, b = L + h * max(abs(L), 1e-9), L - h * max(abs(L), 1e-9)
             out[4] = (f(a, Ld, t, prm)[3] - f(b, Ld, t, prm)[3]) / (a - b)
             return finite(out, 5)
+    return fill
+
+
+def _wrap(fill):
+    """The C wrapper of the compiled ``fill`` (module docstring)."""
+    from numba import carray, cfunc, types
+    signature = types.int64(types.float64, types.float64, types.float64, types.CPointer(types.float64),
+                            types.int64, types.CPointer(types.float64))
+
+    def law_c(L, Ld, t, pp, n, out):
+        return fill(L, Ld, t, carray(pp, (n,)), carray(out, (5,)))
     return cfunc(signature, error_model="numpy")(law_c)
 
 
-def _numba_local(func):
-    import numba
-    return numba.njit(func)
-
-
-def _ctypes_call(done: Compiled, L, Ld, t, params: np.ndarray, out: np.ndarray) -> int:
-    dp = ctypes.POINTER(ctypes.c_double)
-    return int(done.wrapper.ctypes(float(L), float(Ld), float(t), params.ctypes.data_as(dp), int(params.shape[0]),
-                                   out.ctypes.data_as(dp)))
-
-
 def call(address, L, Ld, t, params, out):
-    """The law at ``address`` (a wrapper of :func:`resolve`) at length L, rate L̇, time t with ``params``,
-    into ``out`` (5); 0, or 1 when a value is not finite.  Plain Python: through ctypes; compiled: an
-    indirect call (:func:`_register`)."""
-    return _ctypes_call(_by_address[int(address)], L, Ld, t, np.ascontiguousarray(params), out)
+    """The law at ``address`` (of :func:`resolve`) at length L, rate L̇, time t with ``params``, into ``out``
+    (5); 0, or 1 when a value is not finite.  As plain Python: its ``fill``; compiled: an indirect call of
+    its C wrapper (:func:`_register`)."""
+    return _by_address[int(address)].fill(L, Ld, t, np.ascontiguousarray(params), out)
 
 
 @on_numba
@@ -376,9 +380,9 @@ class SpringLaw(ElementKind):
             out["parameters"][i, :len(values)] = values
             out["potential"][i] = 1.0 if done.potential else 0.0
             out["size"][i] = float(np.linalg.norm(points[i, 1] - points[i, 0]))
-            values6 = np.zeros(5)
-            _ctypes_call(done, out["size"][i], 0.0, 0.0, np.array(values, dtype=float), values6)
-            out["k"][i] = abs(values6[1]) if np.isfinite(values6[1]) else 0.0
+            probe = np.zeros(5)
+            done.fill(out["size"][i], 0.0, 0.0, np.array(values, dtype=float), probe)
+            out["k"][i] = abs(probe[1]) if np.isfinite(probe[1]) else 0.0
         return out
 
 

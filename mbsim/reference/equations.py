@@ -728,7 +728,10 @@ class EquationsOfMotion:
         on_b = np.einsum("nij,nj->ni", E, g[:, :3])  # the force on B's point
         moment_b = np.einsum("nij,nj->ni", E, np.einsum("nij,nj->ni", jl_inv_t, g[:, 3:]))
         power = float(np.sum(rate * np.einsum("nij,nj->ni", self._bush_c, rate)))
-        return -on_b, -moment_b + cross(on_b, d), -moment_b, power
+        # a non-symmetric K: its antisymmetric part's power on the bodies, −(K_a δ)·δ̇, is external work
+        k_anti = 0.5 * (self._bush_k - self._bush_k.swapaxes(-1, -2))
+        worked = -float(np.sum(np.einsum("nij,nj->ni", k_anti, delta) * rate))
+        return -on_b, -moment_b + cross(on_b, d), -moment_b, power, worked
 
     def _bushing_energy(self, kin) -> float:
         _, delta, _, _, _ = self._bushing_deflection(kin)
@@ -869,9 +872,10 @@ class EquationsOfMotion:
             dissipation += float(np.vdot(m[p:nt], wr))
         if self._nb > nt:  # bushings
             mb = m.copy()
-            f_b, m_b, mb_b, power = self._bushings(kin)
+            f_b, m_b, mb_b, power, bushing_work = self._bushings(kin)
             f[nt:self._nb], m[nt:self._nb], mb[nt:self._nb] = f_b, m_b, mb_b
             dissipation += power
+            worked += bushing_work
         if self._plugins:
             mb = mb.copy() if mb is not m else m.copy()
             for kind, rows, el in self._plugins:

@@ -198,7 +198,8 @@ def parse_scenario(text: str, source: Optional[str] = None, *, analysis: bool = 
     return _parse(text, source, default or "scenario", analysis, laws)
 
 
-def scenario_from_dict(data: dict, name: Optional[str] = None, *, analysis: bool = False) -> Scenario:
+def scenario_from_dict(data: dict, name: Optional[str] = None, *, analysis: bool = False,
+                       base: Optional[str] = None) -> Scenario:
     """Validate a scenario given as a Python mapping (the YAML file's contents).
 
     The mapping is written as YAML text (:func:`to_yaml`, kept as
@@ -215,6 +216,9 @@ def scenario_from_dict(data: dict, name: Optional[str] = None, *, analysis: bool
         Keys and values as in a scenario file.
     name : str, optional
         Scenario name when ``data`` has no ``name`` (default ``scenario``).
+    base : str, optional
+        The directory where the springs' user laws are looked for first (else only on ``sys.path``): a
+        sweep's cases, made from the values of a scenario file, look beside that file.
     """
     try:
         with _gc_paused():
@@ -224,13 +228,13 @@ def scenario_from_dict(data: dict, name: Optional[str] = None, *, analysis: bool
         raise ScenarioError([Problem("<data>", None, f"cannot be written as YAML: {e}")]) from None
     if (not isinstance(plain, dict) or not plain or yaml.reader.Reader.NON_PRINTABLE.search(text)
             or _YAML_BREAKS.search(text)):
-        return _parse(text, None, name or "scenario", analysis)  # what the YAML reader says of such text
+        return _parse(text, None, name or "scenario", analysis, base=base)  # what the YAML reader says
     with _gc_paused():
         try:
             root = nodes_of(plain, _flow)
         except (RecursionError, ValueError):  # too deep, or a key YAML cannot hold: as the parser says
-            return _parse(text, None, name or "scenario", analysis)
-        return _validate(root, text, None, name or "scenario", analysis)
+            return _parse(text, None, name or "scenario", analysis, base=base)
+        return _validate(root, text, None, name or "scenario", analysis, base=base)
 
 
 def to_yaml(data) -> str:
@@ -312,24 +316,25 @@ def _gc_paused():
 
 
 def _parse(text: str, source: Optional[str], default_name: str, analysis: bool = False,
-           laws: bool = True) -> Scenario:
+           laws: bool = True, base: Optional[str] = None) -> Scenario:
     with _gc_paused():
-        return _parse_unpaused(text, source, default_name, analysis, laws)
+        return _parse_unpaused(text, source, default_name, analysis, laws, base)
 
 
-def _parse_unpaused(text: str, source: Optional[str], default_name: str, analysis: bool, laws: bool) -> Scenario:
+def _parse_unpaused(text: str, source: Optional[str], default_name: str, analysis: bool, laws: bool,
+                    base: Optional[str]) -> Scenario:
     root, problems = compose(text)
     if root is None:
         raise ScenarioError(problems, source)
-    return _validate(root, text, source, default_name, analysis, laws)
+    return _validate(root, text, source, default_name, analysis, laws, base)
 
 
 def _validate(root, text: str, source: Optional[str], default_name: str, analysis: bool = False,
-              laws: bool = True) -> Scenario:
+              laws: bool = True, base: Optional[str] = None) -> Scenario:
     r = Reader()
     # what reading a spring's user law needs (mbsim.elements.spring): where its module is looked for first,
     # and whether it is imported and compiled
-    r.base = os.path.dirname(os.path.abspath(source)) if source else None
+    r.base = base if base is not None else (os.path.dirname(os.path.abspath(source)) if source else None)
     r.laws = laws
     scenario = _scenario(r, root, default_name, text, source, analysis)
     if r.problems:

@@ -223,14 +223,14 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
                    f"({outcome.workers} worker{'' if outcome.workers == 1 else 's'}, {threads} thread"
                    f"{'' if threads == 1 else 's'}) → {folder}")
         # one name: a client that runs many studies (Jupyter) keeps one warm-up, the latest study's
-        client.register_plugin(WarmUp(todo[0].data), name=WarmUp.name)
+        client.register_plugin(WarmUp(todo[0].data, study.base), name=WarmUp.name)
         token = uuid.uuid4().hex[:8]
         done = as_completed([])
 
         def submit_next():
             case = waiting.popleft()
             f = client.submit(run_case, case.index, case.data, os.path.join(folder, case.file_name), study.metrics,
-                              key=f"mbsim-case-{case.index:05d}-{token}", pure=False)
+                              study.base, key=f"mbsim-case-{case.index:05d}-{token}", pure=False)
             in_flight[f.key] = (f, case.index)
             done.add(f)
 
@@ -264,7 +264,7 @@ def _submit_all(study, todo, folder, rows, outcome, client, scheduler, workers, 
                                     f"running case {index} again, alone", refresh=True)
             case = by_index[index]
             f = client.submit(run_case, case.index, case.data, os.path.join(folder, case.file_name), study.metrics,
-                              key=f"mbsim-case-{case.index:05d}-{token}-alone", pure=False)
+                              study.base, key=f"mbsim-case-{case.index:05d}-{token}-alone", pure=False)
             in_flight[f.key] = (f, index)
             wait(f)
             in_flight.pop(f.key)

@@ -72,6 +72,12 @@ class Study:
     cases: tuple
 
     @property
+    def base(self) -> str:
+        """The base scenario's directory: where its springs' user laws are looked for first (a case's scenario
+        is made from values, without a file)."""
+        return os.path.dirname(os.path.abspath(self.scenario_path))
+
+    @property
     def name(self) -> str:
         """The study's name: its file name without extension (else the scenario's name)."""
         if self.source:
@@ -272,7 +278,7 @@ def _probe(r: Reader, key_node, p: ParameterSpec, values: dict, scenario) -> Non
     value = p.values[0] if p.values is not None else p.arguments[0]
     keypaths.assign(data, p.segments, value, scenario)
     try:
-        scenario_from_dict(data)
+        scenario_from_dict(data, base=os.path.dirname(scenario.source) if scenario.source else None)
     except ScenarioError as exc:
         for q in exc.problems:
             if q.message.startswith(("unknown key", "'")) and "key" in q.message:
@@ -476,7 +482,7 @@ def _with_cases(study: Study, values: dict) -> Study:
         for p, v in zip(study.parameters, vals):
             keypaths.assign(data, p.segments, v, study.scenario)
         try:
-            sc = scenario_from_dict(data)
+            sc = scenario_from_dict(data, base=study.base)
         except ScenarioError as exc:
             bad += 1
             if bad <= SHOWN_CASES:

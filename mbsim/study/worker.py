@@ -22,6 +22,7 @@ import math
 import os
 import sys
 import time
+from typing import Optional
 
 # A test hook (tests/integration/test_sweep.py): a worker process whose environment has this variable
 # exits at once when it is given a case whose file path ends with its value, as a worker killed by the
@@ -29,7 +30,7 @@ import time
 TEST_EXIT_ENV = "MBSIM_SWEEP_TEST_EXIT"
 
 
-def run_case(index: int, data: dict, path: str, metrics: tuple) -> dict:
+def run_case(index: int, data: dict, path: str, metrics: tuple, base: Optional[str] = None) -> dict:
     """Run one case and return its row: status (``ok`` or ``failed``), message, counters, metrics.
 
     Parameters
@@ -52,7 +53,7 @@ def run_case(index: int, data: dict, path: str, metrics: tuple) -> dict:
     row = {"case": index, "status": "failed", "message": "", "steps": 0, "newton_iterations": 0,
            "wall_time_s": math.nan, "metrics": {m.name: math.nan for m in metrics}}
     try:
-        res = simulate(scenario_from_dict(data), output=path, overwrite=True)
+        res = simulate(scenario_from_dict(data, base=base), output=path, overwrite=True)
     except Exception as exc:  # noqa: BLE001 - any trouble with one case is that case's row, not the study's end
         row["message"] = f"{type(exc).__name__}: {exc}"
         row["wall_time_s"] = time.perf_counter() - start
@@ -75,14 +76,14 @@ def fill_row(row: dict, res, metrics: tuple) -> dict:
     return row
 
 
-def warm_up(data: dict) -> float:
+def warm_up(data: dict, base: Optional[str] = None) -> float:
     """Load (or compile) the kernels a case of this scenario needs, in this process; returns seconds."""
     os.environ.setdefault("MBSIM_FIRST_RUN", "compile")  # a worker compiles in the foreground, once
     from .. import driver
     from ..scenario import scenario_from_dict
     start = time.perf_counter()
     try:
-        sc = scenario_from_dict(data)
+        sc = scenario_from_dict(data, base=base)
         driver.run(sc, None, write=False, end=min(sc.time.end, 2 * sc.time.step))
     except Exception:  # noqa: BLE001 - a case that cannot run says so in its own row, not in the warm-up
         pass
@@ -132,12 +133,13 @@ class WarmUp(WorkerPlugin):
 
     name = "mbsim-warm-up"
 
-    def __init__(self, data: dict):
+    def __init__(self, data: dict, base: Optional[str] = None):
         self.data = data
+        self.base = base
 
     async def setup(self, worker):
         import asyncio
         quiet_worker(worker)
         heap_for_arrays()
         # in a thread, so that the worker keeps talking to the scheduler while numba loads or compiles
-        await asyncio.get_running_loop().run_in_executor(None, warm_up, self.data)
+        await asyncio.get_running_loop().run_in_executor(None, warm_up, self.data, self.base)

@@ -272,3 +272,15 @@ def test_without_dask_the_command_says_how_to_install_it(monkeypatch, capsys):
     assert "pip install 'mbsim[sweep]'" in err and "pip install '.[sweep]'" in err and "Traceback" not in err
     # validating needs no Dask
     assert main(["sweep", str(study_paths()[0]), "--check", "--quiet"]) == 0
+
+
+def test_a_sweep_over_a_user_laws_parameter_finds_the_law_beside_its_scenario(client, tmp_path):
+    """scenarios/tendon.yaml's tendon stiffness swept: the cases (made from values, without a file) import
+    the law from the base scenario's directory, on Dask's worker processes."""
+    study = {"scenario": str(REPO / "scenarios" / "tendon.yaml"),
+             "parameters": {"connectors[biceps].parameters.k": [30000.0, 60000.0], "time.end": [0.5]},
+             "metrics": {"pull": {"quantity": "connectors[biceps].force[2]", "reduce": "min"}}}
+    ds = mbsim.sweep(study, client=client, output=tmp_path / "tendon")
+    assert (ds["status"].values == "ok").all(), ds["message"].values
+    # the tendon pulls the world (A) down by 44 to 67 N
+    assert np.all(ds["pull"].values < -40.0) and np.all(ds["pull"].values > -90.0), ds["pull"].values

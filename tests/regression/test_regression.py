@@ -187,7 +187,7 @@ def _mutations():
         using = sorted((len(sc.bodies) * sc.time.end / sc.time.step, str(p)) for p in example_paths()
                        if (REFERENCE_DIR / f"{p.stem}.h5").exists()
                        for sc in [load_scenario(str(p))]
-                       if any(c.type == k.type for c in (*sc.connectors, *sc.joints)))
+                       if any(k.owns(c) for c in (*sc.connectors, *sc.joints)))
         for how in (1, 2) if k.points is not None else (1,):
             out.append((k.type, how, [p for _, p in using]))
     return out

@@ -80,7 +80,7 @@ def test_every_kind_in_the_packed_description():
         lo, hi = el.start[k], el.start[k + 1]
         assert (el.kind[lo:hi] == k).all() and hi > lo
         for e in range(lo, hi):
-            assert getattr(sc, cls.section)[el.index[e]].type == cls.type
+            assert cls.owns(getattr(sc, cls.section)[el.index[e]])  # (its type; a variant: its keys too)
             assert el.joint[e] == (cls.section == "joints")
     assert list(el.start) == sorted(el.start)
 

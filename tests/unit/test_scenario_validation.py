@@ -667,8 +667,8 @@ def test_connector_names_unique():
 def test_spring_required_keys():
     err = refused(connectors("  - {type: spring, bodies: [world, bob]}"))
     messages = {p.message for p in err.problems if p.path == "connectors[0]" and p.line == 6}
-    # the force: `stiffness`, or a `force_curve` instead (SCENARIO.md, force curves)
-    assert {"missing required key 'points'", "must give one of stiffness, force_curve"} <= messages
+    # the force: `stiffness`, or a `force_curve` or a `law` instead (SCENARIO.md, force curves and user laws)
+    assert {"missing required key 'points'", "must give one of stiffness, force_curve, law"} <= messages
 
 
 def test_spring_values_non_negative():

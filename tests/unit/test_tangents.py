@@ -97,6 +97,7 @@ _m = _r.normal(size=(6, 6))
 BUSH_K = _m @ _m.T + 6 * np.diag([50.0, 40.0, 60.0, 5.0, 4.0, 6.0])  # symmetric positive definite
 _m = _r.normal(size=(6, 6))
 BUSH_C = _m @ _m.T * 0.3 + 0.1 * _r.normal(size=(6, 6))  # not symmetric
+BUSH_KA = 30.0 * (_m - _m.T)  # antisymmetric: a circulatory stiffness
 BUSH_P = _r.normal(size=6) * 3.0
 _q, _ = np.linalg.qr(_r.normal(size=(3, 3)))
 BUSH_AXES = _q * np.sign(np.linalg.det(_q))  # a right-handed skew triad (rows)
@@ -115,6 +116,9 @@ EXAMPLES = {
                          for p in ("P1", "P2", "P3", "none")},
     # a full symmetric 6×6 stiffness, damping and preload in a skew frame, the bodies turned about 0.3–1 rad
     "bushing": {"full": lambda A, B: bushing("b", A, B, (0.5, 0.1, 0.4), BUSH_K, BUSH_C, BUSH_P, BUSH_AXES),
+                # a circulatory (antisymmetric) part in K
+                "non-symmetric": lambda A, B: bushing("b", A, B, (0.5, 0.1, 0.4), BUSH_K + BUSH_KA, BUSH_C,
+                                                      BUSH_P, BUSH_AXES),
                 "diagonal": lambda A, B: bushing("b", A, B, (0.5, 0.1, 0.4), [300, 200, 500, 40, 60, 30],
                                                  [2, 3, 4, 0.5, 0.2, 0.3])},
     "torsional_spring": {"": lambda A, B: torsional_spring("s", A, B, 30.0),
