@@ -289,6 +289,13 @@ def _resume_point(scenario, model, integ, path: str):
                           f"scenario file it was made from, or start a new run")
     if p["time"] >= scenario.time.end - 1e-12 * max(1.0, scenario.time.end):
         raise ResumeError(f"cannot resume: {path} already reaches t = {p['time']:.9g} s, the end of the run")
+    counting = [model.elements.describe(e) for e in range(model.elements.n)
+                if model.elements.kind_remembers[model.elements.kind[e]]]
+    if counting:
+        raise ResumeError(f"cannot resume: {', '.join(counting)} count{'s' if len(counting) == 1 else ''} the "
+                          f"turns of an angle (a torsional spring about an axis, a stop on a joint's angle), "
+                          f"which a result file does not keep yet: resuming such a run is not supported; run it "
+                          f"again from the start")
     n = model.n_all
     arrays = {}
     for k, default in (("position", 0.0), ("velocity", 0.0), ("acceleration", 0.0), ("angular_velocity", 0.0),

@@ -48,9 +48,12 @@ def bushing(name, a, b, point, K, C=None, preload=None, axes=None):
                                  "preload": np.zeros(6) if preload is None else np.asarray(preload, float)})
 
 
-def torsional_spring(name, a, b, kappa, damping=0.0):
-    """A torsional spring on the relative rotation vector (SCENARIO.md, torsional_spring)."""
-    return ConnectorSpec(name, "torsional_spring", a, b, stiffness=float(kappa), damping=float(damping))
+def torsional_spring(name, a, b, kappa, damping=0.0, axis=None):
+    """A torsional spring on the relative rotation vector, or with ``axis`` about it through full turns
+    (SCENARIO.md, torsional_spring)."""
+    if axis is not None:
+        axis = fa(np.asarray(axis, float) / np.linalg.norm(axis))
+    return ConnectorSpec(name, "torsional_spring", a, b, stiffness=float(kappa), damping=float(damping), axis=axis)
 
 
 def damper(name, a, b, pa, pb, c, axial=False):

@@ -11,7 +11,7 @@ from .damper import Damper
 from .joints import KINDS as JOINTS
 from .spring import Spring
 from .torsional import TorsionalDamper
-from .torsional_spring import TorsionalSpring
+from .torsional_spring import TorsionalSpring, TorsionalSpringAxis
 from .user_law import SpringLaw
 
 ELEMENTS: tuple[type[ElementKind], ...] = (
@@ -20,6 +20,7 @@ ELEMENTS: tuple[type[ElementKind], ...] = (
     TorsionalDamper,
     Bushing,
     TorsionalSpring,
+    TorsionalSpringAxis,
     SpringLaw,
 ) + JOINTS
 

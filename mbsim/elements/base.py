@@ -89,6 +89,10 @@ VALUES = 0  # p, and a constraint's rows Φ − F, and the energies
 DERIVATIVES = 1  # ∂p/∂(d, θ_A, θ_B) and ∂p/∂(ḋ, ω_A, ω_B)
 GAMMA = 2  # a constraint's γ_f
 JACOBIAN = 4  # a constraint's G_f
+# the state is an accepted one (the end of a step): a law that counts turns (``remembers``) keeps its
+# unwrapped angle there, in its parameter row, as the reference the next states' angles are unwrapped
+# against (they differ from it by less than half a turn)
+COMMIT = 8
 
 # the blocks a kind declares: "rc" with r in d, a, b (p_d, p_A, p_B) and c in d, a, b (∂/∂d, θ_A, θ_B)
 # or v, A, B (∂/∂ḋ, ω_A, ω_B)
@@ -164,6 +168,12 @@ class ElementKind:
         """Whether the scenario item ``spec`` is an instance of this kind (its type; a kind with variants
         tells them apart by their keys)."""
         return spec.type == cls.type
+
+    @classmethod
+    def remembers_in(cls, specs) -> bool:
+        """Whether these instances count turns: their law keeps an angle at every accepted state (``want``
+        with COMMIT) in their parameter row."""
+        return False
 
     @classmethod
     def dissipates_in(cls, specs) -> bool:
@@ -274,6 +284,7 @@ class Elements:
         width = max((sum(w for _, w in k.fields) for k in self.kinds), default=0)
         start, kind, body, rows, index, names, arm, stiff = [0], [], [], [], [], [], [], []
         dissipating = [False] * len(self.kinds)
+        remembering = [False] * len(self.kinds)
         first, owner, rotation, is_joint, arms, axes, sides, n_axes, seed = [], [], [], [], [], [], [], [], []
         sections = {"connectors": connectors, "joints": joints}
         for kid, cls in enumerate(self.kinds):
@@ -285,6 +296,7 @@ class Elements:
             n_k = len(idx)
             specs = [items[i] for i in idx]
             dissipating[kid] = bool(cls.dissipates_in(specs))
+            remembering[kid] = bool(cls.remembers_in(specs))
             is_joint += [cls.section == "joints"] * n_k
             ia = np.array([body_index[s.body_a] for s in specs], dtype=np.int64)
             ib = np.array([body_index[s.body_b] for s in specs], dtype=np.int64)
@@ -344,6 +356,7 @@ class Elements:
         self.kind_points = np.array([k.points is not None for k in self.kinds], dtype=np.int64)
         self.kind_dissipates = np.array(dissipating, dtype=np.int64)
         self.kind_works = np.array([k.works for k in self.kinds], dtype=np.int64)
+        self.kind_remembers = np.array(remembering, dtype=np.int64)
         self.index = np.array(index, dtype=np.int64)
         self.joint = np.array(is_joint, dtype=bool)
         self.names = names

@@ -34,14 +34,15 @@ import numpy as np
 
 from ..kernels import njit
 from ..kernels.vec import ZERO, add, cross, dot, hat, hat_hat, madd, mneg, mscale, msub, outer, put, row, scale, sub, unit
-from .base import DERIVATIVES, DG, DQ, DV, GAMMA, JACOBIAN, X_AXES, X_D, X_DV, X_LAM, X_TARGET, X_WA, X_WB, Y_GAMMA, Y_P, \
+from .base import COMMIT, DERIVATIVES, DG, DQ, DV, GAMMA, JACOBIAN, X_AXES, X_D, X_DV, X_LAM, X_TARGET, X_WA, X_WB, Y_GAMMA, Y_P, \
     Y_PHI, Y_POTENTIAL, Y_POWER, ElementKind, offsets
 
 MAX_ROWS = 6
-# stops: [angle on, lower, upper, stiffness, damping, displacement on, lower, upper, stiffness, damping]
+# stops: [angle on, lower, upper, stiffness, damping, displacement on, lower, upper, stiffness, damping];
+# turn: the joint's angle at the last accepted state, through full turns (an angle stop's: unwrapped_angle)
 FIELDS = (("ZA", 3), ("ZB", 3), ("NA", 3), ("UA", 3), ("WA", 3), ("NB", 3), ("UB", 3), ("WB", 3), ("L", 1),
-          ("rows", 1), ("code", MAX_ROWS), ("stops", 10))
-_L, _ROWS, _CODE, _STOPS = offsets(FIELDS)[8:]
+          ("rows", 1), ("code", MAX_ROWS), ("stops", 10), ("turn", 1))
+_L, _ROWS, _CODE, _STOPS, _TURN = offsets(FIELDS)[8:]
 _FAR = 1e300  # an absent bound
 POINT, PERP, OFFSET, DISTANCE, ANGLE = range(5)
 
@@ -189,16 +190,23 @@ def _addv(dy, e, k, A):
 
 
 @njit(cache=True)
-def _angle_stop(p, e, TA, TB, wa, wb, derivatives, dy):
-    """The stop on a joint's angle: (its p_A (p_B = −p_A), energy, power); with ``derivatives`` its blocks
-    into dy (p = F G, G = [0, g, −g], q̇ = g·(ω_A − ω_B))."""
-    o = _STOPS
+def unwrapped_angle(p, e, col, TA, TB, commit):
+    """The angle of B's triad ``TB`` about A's axis ``TA[0]`` since t = 0 through full turns, and its g
+    (q̇ = g·(ω_A − ω_B)): the frames' angle (−π, π] taken on the turn nearest to the reference p[e, col], the
+    angle at the last accepted state (0 at t = 0; the states a step visits lie within half a turn of it);
+    with ``commit`` (the state is accepted) the reference becomes this angle."""
     q, _, g, _ = _row_angle(TA, TB)
-    mid = 0.5 * (p[e, o + 1] + p[e, o + 2])  # q on the branch (mid − π, mid + π]: the stop holds there
-    q = q - 2.0 * np.pi * np.ceil((q - mid - np.pi) / (2.0 * np.pi))
-    wr = sub(wa, wb)
-    qd = dot(g, wr)
-    F, dF, dFv, V, P = _stop(q, qd, p[e, o + 1], p[e, o + 2], p[e, o + 3], p[e, o + 4])
+    ref = p[e, col]
+    q = q + 2.0 * np.pi * np.floor((ref - q) / (2.0 * np.pi) + 0.5)
+    if commit:
+        p[e, col] = q
+    return q, g
+
+
+@njit(cache=True)
+def angle_force(dy, e, TA, TB, g, wr, F, dF, dFv, derivatives):
+    """A generalized force F(q, q̇) on the angle q (∂F/∂q = dF, ∂F/∂q̇ = dFv, q̇ = g·wr, wr = ω_A − ω_B) as the
+    moment p_A = F g on A (p_B = −p_A), returned; with ``derivatives`` its blocks into dy."""
     if derivatives and (F != 0.0):
         _stiffness_angle(dy, e, -F, TA, TB)  # F ∂G/∂θ
         _, dA, dB = _angle_dg(TA, TB)
@@ -217,7 +225,19 @@ def _angle_stop(p, e, TA, TB, wa, wb, derivatives, dy):
         _addv(dy, e, 5, mneg(gg))  # ∂p_A/∂ω_B
         _addv(dy, e, 7, mneg(gg))
         _addv(dy, e, 8, gg)
-    return scale(F, g), V, P
+    return scale(F, g)
+
+
+@njit(cache=True)
+def _angle_stop(p, e, TA, TB, wa, wb, want, dy):
+    """The stop on a joint's angle (unwrapped: :func:`unwrapped_angle`): (its p_A (p_B = −p_A), energy,
+    power); with DERIVATIVES in ``want`` its blocks into dy (p = F G, G = [0, g, −g])."""
+    o = _STOPS
+    q, g = unwrapped_angle(p, e, _TURN, TA, TB, (want & COMMIT) != 0)
+    wr = sub(wa, wb)
+    qd = dot(g, wr)
+    F, dF, dFv, V, P = _stop(q, qd, p[e, o + 1], p[e, o + 2], p[e, o + 3], p[e, o + 4])
+    return angle_force(dy, e, TA, TB, g, wr, F, dF, dFv, (want & DERIVATIVES) != 0), V, P
 
 
 @njit(cache=True)
@@ -326,7 +346,7 @@ def law(lo, hi, p, x, t, want, y, dy):
                 y[e, Y_GAMMA + i] = _quadratic(c, d, row(x, e, X_DV), TA, TB, row(x, e, X_WA), row(x, e, X_WB))
         energy, power = 0.0, 0.0
         if p[e, _STOPS] != 0.0:  # a stop on the angle
-            sa, V, P = _angle_stop(p, e, TA, TB, row(x, e, X_WA), row(x, e, X_WB), derivatives, dy)
+            sa, V, P = _angle_stop(p, e, TA, TB, row(x, e, X_WA), row(x, e, X_WB), want, dy)
             pa = add(pa, sa)
             pb = sub(pb, sa)
             energy += V
@@ -470,11 +490,16 @@ def _stops_dissipate(cls, specs) -> bool:
     return any(getattr(s, "stops", ()) for s in specs)
 
 
+def _angle_stops(cls, specs) -> bool:
+    """Joints with a stop on their angle count its turns."""
+    return any(st[0] == "angle" for s in specs for st in getattr(s, "stops", ()))
+
+
 def _kind(name: str, doc: str) -> type:
     extra = {}
     if name in _STOPPED:
         extra = {"blocks": _Joint.blocks + _STOPPED[name], "dissipates": True,
-                 "dissipates_in": classmethod(_stops_dissipate)}
+                 "dissipates_in": classmethod(_stops_dissipate), "remembers_in": classmethod(_angle_stops)}
     return type(name.capitalize() + "Joint", (_Joint,), {"type": name, "__doc__": doc, **extra})
 
 

@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..elements.base import DERIVATIVES, JACOBIAN, N_DY, N_X, N_Y, VALUES, Y_P, Y_PHI, Y_POWER, Y_WORK
+from ..elements.base import COMMIT, DERIVATIVES, JACOBIAN, N_DY, N_X, N_Y, VALUES, Y_P, Y_PHI, Y_POWER, Y_WORK
 from ..kernels import lu as klu
 from ..kernels import njit
 from ..kernels.so3 import cay_compose, cay_mv, matrices
@@ -525,19 +525,20 @@ def _accept(consts, step_k, state, it, own, model, pw, energy_wk):
 
 @njit(cache=True)
 def _power(el, elx, bodies, own, t, work):
-    """The power the elements dissipate at a state (the kinds whose instances can: ``elx[9]``), and the
-    power they put in as external work (the kinds that work: ``elx[10]``), kind by kind."""
+    """The power the elements dissipate at an accepted state (the kinds whose instances can: ``elx[9]``),
+    and the power they put in as external work (the kinds that work: ``elx[10]``), kind by kind; the kinds
+    that count turns (``elx[11]``) keep their angles there (COMMIT)."""
     start, data = el[0], el[2]
-    dissipates, works = elx[9], elx[10]
+    dissipates, works, remembers = elx[9], elx[10], elx[11]
     x, y, dy, arms = work
     power, worked = 0.0, 0.0
     for kind in range(start.shape[0] - 1):
-        if not (dissipates[kind] or works[kind]):
+        if not (dissipates[kind] or works[kind] or remembers[kind]):
             continue
         for lo in range(start[kind], start[kind + 1], gather.CHUNK):
             hi = min(lo + gather.CHUNK, start[kind + 1])
             gather.at_state(el, kind, lo, hi, lo, bodies, own, x, arms, False)
-            law(kind, 0, hi - lo, data[lo:hi], x, t, VALUES, y, dy)
+            law(kind, 0, hi - lo, data[lo:hi], x, t, VALUES | COMMIT, y, dy)
             for i in range(hi - lo):
                 power += y[i, Y_POWER]
                 if works[kind]:

@@ -397,11 +397,12 @@ def _body_forces(y, arms) -> np.ndarray:
 
 def element_arrays(model, assembler=None) -> tuple:
     """What the compiled engine needs of the elements beyond their packed description: ``(index, joint,
-    stiff, ref, owner, rotation, dofs, pos, arm, dissipates, works)`` -- the scenario rows, whether joints, the
+    stiff, ref, owner, rotation, dofs, pos, arm, dissipates, works, remembers)`` -- the scenario rows, whether
+    joints, the
     stiffnesses and arm lengths (the round-off floor), the m_ref or J_ref of each own unknown
     (:attr:`mbsim.model.Model.unknown_reference`), the instance and kind of each own unknown, the
-    assembler's scatter maps (empty without an assembler) and, per kind, whether its instances can dissipate
-    and whether its work is external work."""
+    assembler's scatter maps (empty without an assembler) and, per kind, whether its instances can dissipate,
+    whether its work is external work and whether its instances count turns."""
     el = model.elements
     w = el.width
     if assembler is not None:
@@ -410,5 +411,5 @@ def element_arrays(model, assembler=None) -> tuple:
         maps = (np.zeros((0, w), np.int64), np.zeros((0, w * w), np.int32))
     return (el.index, el.joint, el.stiff, np.ascontiguousarray(model.unknown_reference, dtype=float),
             el.unknown_element, el.unknown_rotation.astype(np.int64)) + maps + (el.arm, el.kind_dissipates,
-                                                                               el.kind_works)
+                                                                               el.kind_works, el.kind_remembers)
 

@@ -277,6 +277,13 @@ class _Kinematics(NamedTuple):
 # --------------------------------------------------------------------------
 # the equations
 # --------------------------------------------------------------------------
+def _group(c) -> str:
+    """The reference's group of connector ``c``: its type, a torsional spring about an axis apart."""
+    if c.type == "torsional_spring" and getattr(c, "axis", None) is not None:
+        return "torsional_spring_axis"
+    return c.type
+
+
 def _user_function(ref):
     """A spring's user law (THEORY §13) as the user wrote it, run as plain Python, and how many values it
     returns (1, 3 or 4): the reference shares none of the compiled wrapper's code."""
@@ -445,6 +452,7 @@ class EquationsOfMotion:
             [0.0, 0.0],
         ])
 
+        self._turns = {}  # the angles counted through full turns (_unwrap)
         self._init_connectors(scenario.connectors, index)
         self._init_loads(scenario.loads, index)
         self._init_scatter()
@@ -457,9 +465,9 @@ class EquationsOfMotion:
 
     # ---------------------------------------------------------------- setup
     def _init_connectors(self, connectors, index):
-        kinds = ("spring", "damper", "torsional_damper", "bushing", "torsional_spring")
+        kinds = ("spring", "damper", "torsional_damper", "bushing", "torsional_spring", "torsional_spring_axis")
         plugins = list(dict.fromkeys(c.type for c in connectors if c.type not in kinds))  # scenario order
-        order = [i for kind in kinds + tuple(plugins) for i, c in enumerate(connectors) if c.type == kind]
+        order = [i for kind in kinds + tuple(plugins) for i, c in enumerate(connectors) if _group(c) == kind]
         cs = [connectors[i] for i in order]
         self._order = np.array(order, dtype=int)  # internal position -> scenario index
         self._spring_names = [c.name for c in cs if c.type == "spring"]
@@ -501,7 +509,7 @@ class EquationsOfMotion:
         self._axis_mat = matvec(rot0_t[ia[p:self._nq]], axes)
         # bushings (THEORY §13): arms of their point, their frame E as material axes of A and of B
         # … and torsional springs, a bushing with κ I and χ I on the rotation alone, at the bodies' centres
-        self._nb = self._nq + sum(c.type in ("bushing", "torsional_spring") for c in cs)
+        self._nb = self._nq + sum(_group(c) in ("bushing", "torsional_spring") for c in cs)
         bs = cs[self._nq:self._nb]
         if bs:
             sl = slice(self._nq, self._nb)
@@ -523,14 +531,48 @@ class EquationsOfMotion:
             self._bush_c = np.array([six(c, "bushing_damping", c.damping) for c in bs], dtype=float)
             self._bush_p = np.array([c.params["preload"] if c.type == "bushing" else np.zeros(6) for c in bs],
                                     dtype=float)
+        # torsional springs about an axis (THEORY §13), rows _nb … _nx − 1: A's and B's triads (n, u, w) of
+        # the axis, material
+        self._nx = self._nb + sum(_group(c) == "torsional_spring_axis" for c in cs)
+        ts = cs[self._nb:self._nx]
+        triads = np.array([_joint_triad(c.axis) for c in ts], dtype=float).reshape(-1, 3, 3)
+        self._tsa_a = rot0_t[ia[self._nb:self._nx]] @ triads
+        self._tsa_b = rot0_t[ib[self._nb:self._nx]] @ triads
+        self._tsa_k = np.array([c.stiffness for c in ts], dtype=float)
+        self._tsa_c = np.array([c.damping or 0.0 for c in ts], dtype=float)
         self._plugins = self._init_plugins(plugins, cs, index)
+
+    def _axis_springs(self, kin):
+        """The torsional springs about an axis: per spring its angle φ = atan2(s, c) through full turns
+        (s = w_A·u_B, c = u_A·u_B, THEORY §11, §13), its rate φ̇ = (c ṡ − s ċ)/(s² + c²) with
+        ṡ = (ω_A − ω_B)·(w_A × u_B), ċ = (ω_A − ω_B)·(u_A × u_B), and the moment on A, Q g with
+        Q = −κ φ − χ φ̇ and g = ∂φ/∂θ_A = (c w_A × u_B − s u_A × u_B)/(s² + c²) (−Q g on B: δφ = g·(δθ_A −
+        δθ_B)); with the dissipated power χ φ̇² and the stored energy ½ κ φ²."""
+        sl = slice(self._nb, self._nx)
+        EA = np.einsum("nij,njk->nik", kin.rot_e[self._ia[sl]], self._tsa_a)
+        EB = np.einsum("nij,njk->nik", kin.rot_e[self._ib[sl]], self._tsa_b)
+        moment, power, energy = np.zeros((EA.shape[0], 3)), 0.0, 0.0
+        for k in range(EA.shape[0]):
+            uA, wA, uB = EA[k][:, 1], EA[k][:, 2], EB[k][:, 1]
+            s, c = float(wA @ uB), float(uA @ uB)
+            phi = self._unwrap(("axis spring", k), float(np.arctan2(s, c)))
+            wr = kin.w_e[self._ia[self._nb + k]] - kin.w_e[self._ib[self._nb + k]]
+            gs, gc = np.cross(wA, uB), np.cross(uA, uB)
+            rho2 = s * s + c * c
+            g = (c * gs - s * gc) / rho2
+            rate = float(g @ wr)
+            Q = -self._tsa_k[k] * phi - self._tsa_c[k] * rate
+            moment[k] = Q * g
+            power += self._tsa_c[k] * rate * rate
+            energy += 0.5 * self._tsa_k[k] * phi * phi
+        return moment, power, energy
 
     def _init_plugins(self, types, cs, index):
         """The kinds registered from outside: per kind (kind, its internal rows, its packed instances).
         Their arms join ``_za``, ``_zb`` (zero for a kind without points), so they share the kinematics."""
         from mbsim.elements import BY_TYPE
         from mbsim.elements.base import Elements
-        out, lo = [], self._nb
+        out, lo = [], self._nx
         for typ in types:
             kind = BY_TYPE.get(typ)
             if kind is None:
@@ -742,8 +784,8 @@ class EquationsOfMotion:
         A and its moment about A's joint point, the force on B at B's point and the pure moment on B; the
         dissipated power and the stored energy.
 
-        The angle: φ = atan2(R₂₁ − R₁₂, R₁₁ + R₂₂) of R = E_Aᵀ E_B (columns n, u, w), on the branch around
-        the middle of the limits, φ̇ = n·(ω_B − ω_A); its generalized force Q is a moment Q n on B, −Q n
+        The angle: φ = atan2(R₂₁ − R₁₂, R₁₁ + R₂₂) of R = E_Aᵀ E_B (columns n, u, w), through full turns
+        (:meth:`_unwrap`), φ̇ = n·(ω_B − ω_A); its generalized force Q is a moment Q n on B, −Q n
         on A.  The offset: s = n·d (d = x_B − x_A), ṡ = n·(v̇ of the points) + (ω_A × n)·d; from
         δs = n·δx_B − n·δx_A + (n × d)·δθ_A, force Q n on B at x_B, −Q n on A at x_A and a couple Q n × d
         on A.  Q = −(k p + c ṗ) beyond a bound (p the penetration), clipped to never pull."""
@@ -757,8 +799,7 @@ class EquationsOfMotion:
             if angle:
                 R = ea.T @ (kin.rot_e[b] @ self._frame_b[i])
                 q = np.arctan2(R[2, 1] - R[1, 2], R[1, 1] + R[2, 2])
-                mid = 0.5 * (lo + up)
-                q = mid + (q - mid + np.pi) % (2.0 * np.pi) - np.pi
+                q = self._unwrap(("stop", i), q)
                 qd = float(n @ (kin.w_e[b] - kin.w_e[a]))
             else:
                 za, zb = kin.rot_e[a] @ self._arm_a[i], kin.rot_e[b] @ self._arm_b[i]
@@ -787,6 +828,21 @@ class EquationsOfMotion:
                 fb[i] += Q * n
                 ma[i] += Q * np.cross(n, d)
         return fa, ma, fb, mb, power, energy
+
+    def _unwrap(self, key, angle: float) -> float:
+        """``angle`` (−π, π] on the turn nearest to the one this element's angle had at the previous
+        evaluation (0 at first), which it then becomes: the solver evaluates the equations along the motion
+        (its stages lie within a step), and :func:`mbsim.reference.solve_reference` starts the frames from
+        t = 0 again (:meth:`restart_turns`) -- valid while an element turns by less than half a turn between
+        two evaluations."""
+        ref = self._turns.get(key, 0.0)
+        angle = angle + 2.0 * np.pi * np.floor((ref - angle) / (2.0 * np.pi) + 0.5)
+        self._turns[key] = angle
+        return angle
+
+    def restart_turns(self) -> None:
+        """Forget the turns counted (:meth:`_unwrap`): the next evaluation is near t = 0 again."""
+        self._turns = {}
 
     def _kinematics(self, y) -> _Kinematics:
         r, q, v, w, _, _ = self.split(y)
@@ -876,6 +932,12 @@ class EquationsOfMotion:
             f[nt:self._nb], m[nt:self._nb], mb[nt:self._nb] = f_b, m_b, mb_b
             dissipation += power
             worked += bushing_work
+        if self._nx > self._nb:  # torsional springs about an axis
+            mb = mb.copy() if mb is not m else m.copy()
+            moment, power, _ = self._axis_springs(kin)
+            m[self._nb:self._nx] = moment
+            mb[self._nb:self._nx] = moment
+            dissipation += power
         if self._plugins:
             mb = mb.copy() if mb is not m else m.copy()
             for kind, rows, el in self._plugins:
@@ -1271,6 +1333,8 @@ class EquationsOfMotion:
             potential += self._bushing_energy(kin)
         if self._stops:
             potential += self._joint_stops(kin)[5]
+        if self._nx > self._nb:
+            potential += self._axis_springs(kin)[2]
         for i, law, returns, prm in self._laws:
             if returns == 4:
                 potential += float(law(float(kin.length[i]), 0.0, t, prm)[3])

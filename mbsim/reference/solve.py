@@ -256,6 +256,7 @@ def solve_reference(scenario: Scenario, times=None, *, end=None, method="DOP853"
     else:  # nothing to integrate: every requested frame is the initial state
         states, nfev = np.tile(eom.y0, (times.size, 1)), 0
 
+    eom.restart_turns()  # the frames from t = 0 again: the angles counted through full turns along them
     frames = [(eom.body_states(y), eom.forces(y, t), eom.energies(y, t), eom.split(y)[4:])
               for t, y in zip(times, states)]
     bodies, forces, energies, work = zip(*frames)

@@ -900,7 +900,8 @@ def _joint(r: Reader, node, path: str, index: int, known: dict) -> _Connector:
 
 def _limits(r: Reader, m: Map, jtype: str) -> tuple:
     """``limits`` (or a cylindrical joint's ``angle_limits``, ``displacement_limits``): ``{lower, upper,
-    stiffness, damping}`` on the joint's angle [rad] or offset [m] from the initial configuration."""
+    stiffness, damping}`` on the joint's angle [rad, through full turns] or offset [m] from the initial
+    configuration."""
     out = []
     for key, coordinate in _JOINT_LIMITS.get(jtype, ()):
         node = m.get(key)
@@ -919,15 +920,6 @@ def _limits(r: Reader, m: Map, jtype: str) -> tuple:
             r.report(path, node, "must give lower, upper or both")
         if lower is not None and upper is not None and not lower < upper:
             r.report(lm.sub("upper"), lm.get("upper"), f"must be greater than lower ({lower:g}), got {upper:g}")
-        if coordinate == "angle":
-            if lm.has("lower") != lm.has("upper"):
-                r.report(path, node, "an angle limit needs both lower and upper: a one-sided stop on a hinge "
-                                     "needs its turns counted, not supported yet")
-            for which, value in (("lower", lower), ("upper", upper)):
-                if value is not None and not -math.pi < value < math.pi:
-                    r.report(lm.sub(which), lm.get(which),
-                             f"an angle limit must lie within ±π rad (±180°), got {value:g}: limits beyond need the "
-                             f"joint's turns counted, not supported yet")
         if len(r.problems) > before or k is None or c is None:
             continue
         out.append((coordinate, -math.inf if lower is None else float(lower),

@@ -279,6 +279,7 @@ def test_a_sweep_over_a_user_laws_parameter_finds_the_law_beside_its_scenario(cl
     the law from the base scenario's directory, on Dask's worker processes."""
     study = {"scenario": str(REPO / "scenarios" / "tendon.yaml"),
              "parameters": {"connectors[biceps].parameters.k": [30000.0, 60000.0], "time.end": [0.5]},
+             "design": "grid",
              "metrics": {"pull": {"quantity": "connectors[biceps].force[2]", "reduce": "min"}}}
     ds = mbsim.sweep(study, client=client, output=tmp_path / "tendon")
     assert (ds["status"].values == "ok").all(), ds["message"].values

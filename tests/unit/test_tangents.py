@@ -123,6 +123,9 @@ EXAMPLES = {
                                                  [2, 3, 4, 0.5, 0.2, 0.3])},
     "torsional_spring": {"": lambda A, B: torsional_spring("s", A, B, 30.0),
                          "damped": lambda A, B: torsional_spring("s", A, B, 30.0, 1.5)},
+    # about a skew axis, through full turns (the bodies turned about it and across it)
+    "torsional_spring_axis": {"": lambda A, B: torsional_spring("s", A, B, 30.0, axis=(0.3, -0.5, 0.8)),
+                              "damped": lambda A, B: torsional_spring("s", A, B, 30.0, 1.5, axis=(0.3, -0.5, 0.8))},
     # user laws (tests/user_laws.py): nonlinear in the length, the rate and the time, with its derivatives;
     # the tension alone (central differences); a tendon in its toe region (taut at the tests' states), damped
     "spring_law": {"smooth": lambda A, B: spring_law("u", A, B, PA, PB, "tests.user_laws:smooth",
