@@ -207,8 +207,9 @@ def unwrapped_angle(p, e, col, TA, TB, commit):
 def angle_force(dy, e, TA, TB, g, wr, F, dF, dFv, derivatives):
     """A generalized force F(q, q̇) on the angle q (∂F/∂q = dF, ∂F/∂q̇ = dFv, q̇ = g·wr, wr = ω_A − ω_B) as the
     moment p_A = F g on A (p_B = −p_A), returned; with ``derivatives`` its blocks into dy."""
-    if derivatives and (F != 0.0):
-        _stiffness_angle(dy, e, -F, TA, TB)  # F ∂G/∂θ
+    if derivatives:
+        if F != 0.0:
+            _stiffness_angle(dy, e, -F, TA, TB)  # F ∂G/∂θ
         _, dA, dB = _angle_dg(TA, TB)
         hA = add(scale(dF, g), scale(dFv, (dA[0] * wr[0] + dA[3] * wr[1] + dA[6] * wr[2],
                                            dA[1] * wr[0] + dA[4] * wr[1] + dA[7] * wr[2],

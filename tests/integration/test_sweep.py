@@ -283,5 +283,7 @@ def test_a_sweep_over_a_user_laws_parameter_finds_the_law_beside_its_scenario(cl
              "metrics": {"pull": {"quantity": "connectors[biceps].force[2]", "reduce": "min"}}}
     ds = mbsim.sweep(study, client=client, output=tmp_path / "tendon")
     assert (ds["status"].values == "ok").all(), ds["message"].values
-    # the tendon pulls the world (A) down by 44 to 67 N
-    assert np.all(ds["pull"].values < -40.0) and np.all(ds["pull"].values > -90.0), ds["pull"].values
+    # the tendon pulls the world (A) down: by at most 67 N at its own stiffness (the example's header), by
+    # about twice that from the same initial stretch at twice the stiffness
+    pull = ds["pull"].values.ravel()
+    assert -70.0 < pull[0] < -40.0 and pull[1] < 1.5 * pull[0], pull

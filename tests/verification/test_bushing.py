@@ -287,3 +287,14 @@ def test_a_run_that_counts_turns_is_not_resumed(tmp_path, capsys):
     assert main(["run", str(p), "--resume", str(out)]) == 2
     err = capsys.readouterr().err
     assert "torsional_spring 'coil'" in err and "turns" in err and "not supported" in err
+
+
+def test_a_torsional_spring_about_an_axis_gives_its_mode():
+    """At rest (φ = 0, no moment) its stiffness is still there: the balance wheel's one mode is
+    √(κ/I) with ζ = χ/(2√(κI)) (scenarios/balance_wheel.yaml)."""
+    from pathlib import Path
+    path = Path(__file__).resolve().parents[2] / "scenarios" / "balance_wheel.yaml"
+    modes = mbsim.modes(str(path), count=1)
+    kappa, inertia, chi = 0.08, 0.002, 2.0e-5
+    assert modes.frequency[0] * 2 * np.pi == pytest.approx(np.sqrt(kappa / inertia), rel=1e-9)  # (undamped)
+    assert modes.damping_ratio[0] == pytest.approx(chi / (2 * np.sqrt(kappa * inertia)), rel=1e-9)
