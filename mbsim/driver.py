@@ -169,7 +169,8 @@ class _SignalGuard:
 def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = False,
         end: Optional[float] = None, write: bool = True, keep_frames: bool = False,
         on_step: Optional[Callable] = None, overwrite: bool = False, resume: bool = False,
-        allow_large: bool = False, notify: Optional[Callable[[str], None]] = None) -> RunSummary:
+        allow_large: bool = False, notify: Optional[Callable[[str], None]] = None,
+        on_frames: Optional[Callable[[dict], None]] = None) -> RunSummary:
     """Simulate ``scenario`` and write its trajectory.
 
     Parameters
@@ -188,6 +189,12 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
         Return all frames as stacked arrays in ``RunSummary.frames_data``.
     on_step : callable, optional
         ``on_step(StepResult)`` after every step (diagnostics, tests).
+    on_frames : callable, optional
+        ``on_frames(frames)`` with every block of stored frames as they are computed (a live viewer):
+        ``frames`` maps the OUTPUT.md per-frame dataset names (``time``, ``bodies/position``, …) to arrays
+        with a first axis of the block's frames, copies the callee may keep.  Called between compiled
+        blocks, never inside one: the time loop runs as fast with an observer as without (it should return
+        quickly; an exception from it ends the run as failed, the file kept).
     overwrite : bool
         Replace an existing file at the output path.  Without it an existing
         file is never touched: :class:`OutputFileError` says what it holds.
@@ -231,6 +238,7 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
         start_at_equilibrium(model, notify)
     integ = INTEGRATORS[scenario.integrator.method](model, scenario.integrator)
     loop = _Loop(scenario, model, integ, out if write else None, progress, keep_frames, on_step)
+    loop.on_frames = on_frames
     loop.notify = notify
     if resume:
         loop.start = _resume_point(scenario, model, integ, out)
@@ -356,6 +364,7 @@ class _Loop:
         self._fbuf = None  # frame buffers of the compiled multi-frame loop, made at first use
         self.turns = _TurnWatch(model)  # bushings and torsional springs past a half turn
         self._fcap = self._fper = 1  # their capacity; frames per call (grown to about CALL_SECONDS)
+        self.on_frames = None  # on_frames(frames): an observer of the frames (run's docstring)
 
     # --------------------------------------------------------------
     def _attrs(self):
@@ -454,6 +463,8 @@ class _Loop:
                     self.kept.setdefault(k, []).extend(np.array(v, copy=True))
             for k in self.energies:
                 self.energies[k].extend(fr[f"energy/{k}"].tolist())
+            if self.on_frames is not None:
+                self.on_frames({k: np.array(v, copy=True) for k, v in fr.items()})  # (with "time")
             self.frames += m
             self.last_frame_t = float(times[-1])
         finally:
@@ -486,6 +497,8 @@ class _Loop:
                 self.kept.setdefault(k, []).append(v)
         for k in self.energies:
             self.energies[k].append(fr[f"energy/{k}"])
+        if self.on_frames is not None:
+            self.on_frames({"time": np.array([s.t]), **{k: np.array(v, copy=True)[None] for k, v in fr.items()}})
         self.frames += 1
         self.last_frame_t = s.t
 
