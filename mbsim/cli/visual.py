@@ -136,6 +136,24 @@ def register(sub, common, fmt) -> None:
                    help="no progress bar (it is shown only when stderr is a terminal anyway)")
     a.set_defaults(handler=_cmd_animate)
 
+    v = sub.add_parser("view", parents=[common], formatter_class=fmt,
+                       help="interactive 3D view of a result in the browser (orbit, scrub, click, plot)",
+                       description="Show a trajectory file written by `mbsim run` in the browser: orbit, pan "
+                                   "and zoom; play, pause, scrub, speed, loop; a click on a body shows its "
+                                   "values; a plot of a chosen channel with a cursor at the time shown. Served "
+                                   "on 127.0.0.1 only, until Ctrl-C; with --html written as one self-contained "
+                                   "page instead (nothing it needs is fetched: send it, attach it). Needs no "
+                                   "extra package (docs/viewer.md).")
+    v.add_argument("result", metavar="RESULT", help="result file (.h5)")
+    v.add_argument("--html", metavar="OUT", help="write the page to OUT (.html) and serve nothing")
+    v.add_argument("--every", type=_positive_int, default=1, metavar="N",
+                   help="use every N-th stored frame, and always the last (default 1: all)")
+    v.add_argument("--port", type=int, default=0, metavar="N",
+                   help="serve on port N of 127.0.0.1 (default: a free one)")
+    v.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
+    v.add_argument("--quiet", action="store_true", help="print only errors")
+    v.set_defaults(handler=_cmd_view)
+
 
 # --------------------------------------------------------------------------
 # argument types
@@ -325,6 +343,52 @@ def _plot_study(args) -> int:
         w, h = fig.get_size_inches() * fig.dpi
         _out(f"wrote {out} (study {ds.attrs.get('study', '')}, {round(w)}x{round(h)} px)")
     return EXIT_OK
+
+
+def _cmd_view(args) -> int:
+    traj = load(args.result, quiet=args.quiet)
+    if traj is None:
+        return EXIT_INVALID
+    from ..viz import view
+    html = view.page(traj, every=args.every, title=traj["attrs"].get("scenario_name") or None)
+    if args.html:
+        if not check_html(args.html) or not make_parent(args.html):
+            return EXIT_INVALID
+        with open(args.html, "w", encoding="utf-8") as fh:
+            fh.write(html)
+        if not args.quiet:
+            print(f"wrote {args.html} ({len(html.encode('utf-8')) / 1e6:.1f} MB, self-contained: open it in a browser)")
+        return EXIT_OK
+    if not 0 <= args.port <= 65535:
+        _err(f"--port must be 0 … 65535, got {args.port}")
+        return EXIT_INVALID
+    try:
+        server = view.serve(html, args.port)
+    except OSError as exc:
+        _err(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}")
+        return EXIT_INVALID
+    url = f"http://127.0.0.1:{server.server_address[1]}/"
+    print(f"mbsim view: {args.result} at {url} (this machine only; Ctrl-C to stop)", flush=True)
+    if not args.no_browser:
+        import webbrowser
+        webbrowser.open(url)
+    try:
+        import time
+        while True:
+            time.sleep(3600)
+    except KeyboardInterrupt:
+        pass
+    finally:
+        server.shutdown()
+        server.server_close()
+    return EXIT_OK
+
+
+def check_html(out: str) -> bool:
+    if not out.lower().endswith((".html", ".htm")):
+        _err(f"--html writes an HTML page: name it .html, not {out!r}")
+        return False
+    return True
 
 
 def _cmd_animate(args) -> int:

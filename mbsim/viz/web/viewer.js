@@ -1,0 +1,220 @@
+// mbsim's viewer page (mbsim/viz/view.py fills META and DATA): bodies as their inertia boxes (one instanced
+// mesh), connectors as lines between their points (or markers), joints as balls and axes, a ground grid and
+// the world axes; orbit, pan, zoom; play, pause, scrub, speed, loop; a click on a body shows its values; one
+// plot of a chosen channel with a cursor at the time shown.  window.VIEWER exposes the scene state to tests.
+"use strict";
+(async () => {
+  const T = window.T;
+  const META = JSON.parse(document.getElementById("meta").textContent);
+  const B64 = JSON.parse(document.getElementById("data").textContent);
+
+  async function decode(b64) {  // gzip-compressed little-endian float32, base64
+    const bin = Uint8Array.from(atob(b64), (c) => c.charCodeAt(0));
+    const stream = new Blob([bin]).stream().pipeThrough(new DecompressionStream("gzip"));
+    return new Float32Array(await new Response(stream).arrayBuffer());
+  }
+  const D = {};
+  await Promise.all(Object.keys(B64).map(async (k) => { D[k] = await decode(B64[k]); }));
+
+  const nb = META.bodies.names.length, nc = META.connectors.names.length, nj = META.joints.names.length;
+  const nf = D.time.length;
+  const root = document.getElementById("view");
+  const renderer = new T.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
+  renderer.setPixelRatio(window.devicePixelRatio);
+  renderer.setSize(root.clientWidth, root.clientHeight);
+  root.appendChild(renderer.domElement);
+  const scene = new T.Scene();
+  scene.background = new T.Color(0xf2f2f0);
+  const size = META.size;  // the scene's extent [m]
+  const up = new T.Vector3(0, 0, 1);
+  T.Object3D.DEFAULT_UP.copy(up);
+  const grid = new T.GridHelper(1.5 * size, 30, 0xbbbbbb, 0xdddddd);
+  grid.rotation.x = Math.PI / 2;  // the z-up world: the grid in the x-y plane
+  grid.position.set(META.centre[0], META.centre[1], META.ground);
+  scene.add(grid);
+  scene.add(new T.AxesHelper(0.3 * size));
+  const camera = new T.PerspectiveCamera(45, root.clientWidth / root.clientHeight, size * 1e-3, size * 100);
+  camera.up.copy(up);
+  camera.position.set(META.centre[0] + 0.8 * size, META.centre[1] - 1.15 * size, META.centre[2] + 0.6 * size);
+  const controls = new T.OrbitControls(camera, renderer.domElement);
+  controls.target.set(META.centre[0], META.centre[1], META.centre[2]);
+  controls.update();
+  scene.add(new T.AmbientLight(0xffffff, 0.7));
+  const sun = new T.DirectionalLight(0xffffff, 1.6);
+  sun.position.set(1, -2, 3);
+  scene.add(sun);
+
+  // bodies: one instanced box mesh (edges META.bodies.edges, turned by the box axes' quaternion)
+  const boxes = new T.InstancedMesh(new T.BoxGeometry(1, 1, 1), new T.MeshStandardMaterial({ roughness: 0.7 }), nb);
+  boxes.instanceMatrix.setUsage(T.DynamicDrawUsage);
+  boxes.frustumCulled = false;
+  const colour = new T.Color();
+  for (let i = 0; i < nb; i++) {
+    boxes.setColorAt(i, META.bodies.fixed[i] ? colour.set(0x888888) : colour.setHSL((0.58 + 0.61 * i) % 1, 0.55, 0.55));
+  }
+  scene.add(boxes);
+  const M = new T.Matrix4(), P = new T.Vector3(), Q = new T.Quaternion(), Qb = new T.Quaternion(), S = new T.Vector3();
+
+  // connectors: line segments between their two points, per frame
+  const lineGeo = new T.BufferGeometry();
+  const linePos = new Float32Array(6 * Math.max(nc + nj, 1));
+  lineGeo.setAttribute("position", new T.BufferAttribute(linePos, 3));
+  const lines = new T.LineSegments(lineGeo, new T.LineBasicMaterial({ color: 0xc0392b }));
+  lines.frustumCulled = false;
+  scene.add(lines);
+  // joints: balls at their points
+  const ballR = 0.008 * size;
+  const balls = new T.InstancedMesh(new T.SphereGeometry(1, 12, 8), new T.MeshStandardMaterial({ color: 0x2c3e50 }),
+    Math.max(nj + nc, 1));
+  balls.instanceMatrix.setUsage(T.DynamicDrawUsage);
+  balls.frustumCulled = false;
+  scene.add(balls);
+
+  let frame = 0, playing = false, dirty = true, selected = -1, speed = 1.0, loop = true;
+  const el = (id) => document.getElementById(id);
+  const scrub = el("scrub"), clock = el("clock"), info = el("info");
+  scrub.max = nf - 1;
+
+  function vec(a, k) { return [a[k], a[k + 1], a[k + 2]]; }
+  function fmt(v) { return v.map((x) => x.toPrecision(4)).join(", "); }
+
+  function setFrame(f) {
+    frame = Math.max(0, Math.min(nf - 1, f | 0));
+    const o = frame * nb;
+    for (let i = 0; i < nb; i++) {
+      P.fromArray(D.position, 3 * (o + i));
+      const k = 4 * (o + i);
+      Q.set(D.orientation[k + 1], D.orientation[k + 2], D.orientation[k + 3], D.orientation[k]);
+      Qb.set(META.bodies.box_q[4 * i + 1], META.bodies.box_q[4 * i + 2], META.bodies.box_q[4 * i + 3],
+        META.bodies.box_q[4 * i]);
+      Q.multiply(Qb);
+      S.fromArray(META.bodies.edges, 3 * i);
+      M.compose(P, Q, S);
+      boxes.setMatrixAt(i, M);
+    }
+    boxes.instanceMatrix.needsUpdate = true;  // (not culled: no bounding sphere to recompute per frame)
+    let nl = 0, nball = 0;
+    for (let c = 0; c < nc; c++) {
+      const k = 6 * (frame * nc + c);
+      if (META.connectors.points[c]) {
+        for (let j = 0; j < 6; j++) linePos[6 * nl + j] = D.connector_points[k + j];
+        nl++;
+      } else {
+        P.set(D.connector_points[k + 3], D.connector_points[k + 4], D.connector_points[k + 5]);
+        M.compose(P, new T.Quaternion(), new T.Vector3(ballR, ballR, ballR));
+        balls.setMatrixAt(nball++, M);
+      }
+    }
+    for (let j = 0; j < nj; j++) {
+      const k = 6 * (frame * nj + j);
+      P.set(D.joint_points[k + 3], D.joint_points[k + 4], D.joint_points[k + 5]);
+      M.compose(P, new T.Quaternion(), new T.Vector3(ballR, ballR, ballR));
+      balls.setMatrixAt(nball++, M);
+      const a = 3 * (frame * nj + j);
+      if (META.joints.axis[j]) {
+        for (let s = 0; s < 3; s++) {
+          linePos[6 * nl + s] = P.getComponent(s) - 0.06 * size * D.joint_axis[a + s];
+          linePos[6 * nl + 3 + s] = P.getComponent(s) + 0.06 * size * D.joint_axis[a + s];
+        }
+        nl++;
+      }
+    }
+    lineGeo.setDrawRange(0, 2 * nl);
+    lineGeo.attributes.position.needsUpdate = true;
+    balls.count = nball;
+    balls.instanceMatrix.needsUpdate = true;
+    scrub.value = frame;
+    clock.textContent = `t = ${D.time[frame].toFixed(4)} s   frame ${frame + 1} / ${nf}`;
+    if (plot) plot.setCursor({ left: plot.valToPos(D.time[frame], "x"), top: 0 });
+    if (selected >= 0) show(selected);
+    dirty = true;
+  }
+
+  function show(i) {
+    const k = 3 * (frame * nb + i);
+    info.innerHTML = `<b>${META.bodies.names[i]}</b> (body)<br>position ${fmt(vec(D.position, k))} m` +
+      `<br>velocity ${fmt(vec(D.velocity, k))} m/s<br>angular velocity ${fmt(vec(D.angular_velocity, k))} rad/s`;
+  }
+
+  scrub.oninput = () => { playing = false; el("play").textContent = "Play"; setFrame(+scrub.value); };
+  el("play").onclick = () => { playing = !playing; el("play").textContent = playing ? "Pause" : "Play"; };
+  el("speed").onchange = (e) => { speed = +e.target.value; };
+  el("loop").onchange = (e) => { loop = e.target.checked; };
+
+  // one plot: a chosen channel against time, its cursor at the frame shown
+  const channels = META.channels;
+  const select = el("channel");
+  channels.forEach((c, i) => { const o = document.createElement("option"); o.value = i; o.textContent = c.label; select.appendChild(o); });
+  let plot = null;
+  function channel(i) {
+    const c = channels[i];
+    if (c.data) return D[c.data];
+    const out = new Float32Array(nf);  // a body's coordinate, from the positions
+    for (let f = 0; f < nf; f++) out[f] = D.position[3 * (f * nb + c.body) + c.axis];
+    return out;
+  }
+  function drawPlot(i) {
+    if (plot) plot.destroy();
+    const box = el("plot");
+    plot = new window.uPlot({ width: 380, height: 190, scales: { x: { time: false } }, legend: { show: true },
+      series: [{ label: "t [s]" }, { label: channels[i].label, stroke: "#c0392b", width: 1.5 }] },
+    [Array.from(D.time), Array.from(channel(i))], box);
+    setFrame(frame);
+  }
+  select.onchange = () => drawPlot(+select.value);
+  drawPlot(0);
+
+  // a click on a body: its name and values
+  const ray = new T.Raycaster(), mouse = new T.Vector2();
+  renderer.domElement.addEventListener("click", (e) => {
+    const r = renderer.domElement.getBoundingClientRect();
+    mouse.set(((e.clientX - r.left) / r.width) * 2 - 1, -((e.clientY - r.top) / r.height) * 2 + 1);
+    ray.setFromCamera(mouse, camera);
+    const hit = ray.intersectObject(boxes);
+    if (hit.length) { selected = hit[0].instanceId; show(selected); window.VIEWER.picked = META.bodies.names[selected]; }
+  });
+  controls.addEventListener("change", () => { dirty = true; });
+  window.addEventListener("resize", () => {
+    renderer.setSize(root.clientWidth, root.clientHeight);
+    camera.aspect = root.clientWidth / root.clientHeight;
+    camera.updateProjectionMatrix();
+    dirty = true;
+  });
+
+  // play in real time (times the speed), skipping frames when drawing lags
+  let wallStart = null, simStart = 0;
+  function tick(now) {
+    if (playing) {
+      if (wallStart === null) { wallStart = now; simStart = D.time[frame]; }
+      let t = simStart + speed * (now - wallStart) / 1000;
+      if (t > D.time[nf - 1]) {
+        if (loop) { wallStart = now; simStart = D.time[0]; t = D.time[0]; } else { playing = false; el("play").textContent = "Play"; }
+      }
+      let f = frame;
+      while (f + 1 < nf && D.time[f + 1] <= t) f++;
+      if (t < D.time[frame]) f = 0;
+      if (f !== frame) setFrame(f);
+    } else {
+      wallStart = null;
+    }
+    if (dirty) { renderer.render(scene, camera); dirty = false; window.VIEWER.rendered++; }
+    requestAnimationFrame(tick);
+  }
+  window.VIEWER = {
+    setFrame, get frame() { return frame; }, get playing() { return playing; }, rendered: 0, picked: null,
+    nframes: nf, time: D.time, bodies: META.bodies.names,
+    // the pose the page draws for body i at the frame shown: [x, y, z], quaternion [w, x, y, z] (of the body)
+    pose(i) { const k = frame * nb + i; return [vec(D.position, 3 * k),
+      [D.orientation[4 * k], D.orientation[4 * k + 1], D.orientation[4 * k + 2], D.orientation[4 * k + 3]]]; },
+    // the drawn box's world matrix of body i (column-major, as three.js keeps it)
+    boxMatrix(i) { const m = new T.Matrix4(); boxes.getMatrixAt(i, m); return Array.from(m.elements); },
+    // the screen position of body i's centre, in CSS pixels (for a test's click)
+    screen(i) { const r = renderer.domElement.getBoundingClientRect(); const v = new T.Vector3().fromArray(D.position, 3 * (frame * nb + i)).project(camera);
+      return [r.left + (v.x + 1) / 2 * r.width, r.top + (1 - v.y) / 2 * r.height]; },
+    plotCursor() { return plot ? plot.cursor.left : null; },
+    plotX(t) { return plot ? plot.valToPos(t, "x") : null; },
+  };
+  setFrame(0);
+  requestAnimationFrame(tick);
+  window.VIEWER.ready = true;
+})().catch((e) => { console.error(e); document.body.insertAdjacentHTML("beforeend", `<pre id="error">${e}</pre>`); });

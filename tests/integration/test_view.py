@@ -1,0 +1,165 @@
+"""``mbsim view``: the page of a result in a real browser (Debian's chromium driven by playwright, software
+WebGL), and its server (loopback only, its one page, nothing of the disk, stopped by Ctrl-C).
+
+The page exposes its scene state as ``window.VIEWER`` (mbsim/viz/web/viewer.js): the tests read the
+matrices it drew and compare them with the HDF5 file."""
+from __future__ import annotations
+
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
+import urllib.error
+import urllib.request
+
+import numpy as np
+import pytest
+
+from mbsim.cli import main
+from mbsim.io.reader import read_trajectory
+
+from ._examples_util import REPO
+
+CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
+
+
+@pytest.fixture(scope="module")
+def result(tmp_path_factory):
+    out = tmp_path_factory.mktemp("view") / "joint_kinds.h5"
+    assert main(["run", str(REPO / "scenarios" / "joint_kinds.yaml"), "-o", str(out), "--quiet", "--end", "0.5"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def html(result):
+    out = result.with_suffix(".html")
+    assert main(["view", str(result), "--html", str(out), "--quiet"]) == 0
+    return out
+
+
+@pytest.fixture(scope="module")
+def browser():
+    sync_api = pytest.importorskip("playwright.sync_api")  # the test extra installs it
+    if CHROMIUM is None:
+        pytest.skip("no chromium (.ci/run installs Debian's with apt-get)")
+    with sync_api.sync_playwright() as p:
+        b = p.chromium.launch(executable_path=CHROMIUM, args=["--enable-unsafe-swiftshader", "--use-angle=swiftshader"])
+        yield b
+        b.close()
+
+
+def _open(browser, url):
+    # (bypass_csp: playwright's wait_for_function evaluates strings, which the page's policy forbids; the
+    # requests are watched all the same)
+    page = browser.new_page(viewport={"width": 1100, "height": 750}, bypass_csp=True)
+    problems, requests = [], []
+    page.on("console", lambda m: problems.append(f"{m.type}: {m.text}") if m.type in ("error", "warning") else None)
+    page.on("pageerror", lambda e: problems.append(f"pageerror: {e}"))
+    page.on("request", lambda r: requests.append(r.url))
+    page.goto(url)
+    page.wait_for_function("window.VIEWER && window.VIEWER.ready && window.VIEWER.rendered > 0", timeout=30000)
+    return page, problems, requests
+
+
+def _quat_matrix(q):
+    w, x, y, z = q
+    return np.array([[1 - 2 * (y * y + z * z), 2 * (x * y - w * z), 2 * (x * z + w * y)],
+                     [2 * (x * y + w * z), 1 - 2 * (x * x + z * z), 2 * (y * z - w * x)],
+                     [2 * (x * z - w * y), 2 * (y * z + w * x), 1 - 2 * (x * x + y * y)]])
+
+
+def test_the_page_draws_the_files_poses_offline(browser, html, result):
+    page, problems, requests = _open(browser, html.as_uri())
+    assert problems == []
+    assert [u for u in requests if not u.startswith(("data:", "blob:"))] == [html.as_uri()]  # nothing leaves
+    traj = read_trajectory(str(result))
+    T = len(traj["time"])
+    assert page.evaluate("VIEWER.nframes") == T
+    from mbsim.viz.geometry import box_shapes
+    edges, axes = box_shapes(traj)
+    for k in (0, T // 3, T - 1):
+        page.evaluate(f"VIEWER.setFrame({k})")
+        for i, name in enumerate(page.evaluate("VIEWER.bodies")):
+            m = np.array(page.evaluate(f"VIEWER.boxMatrix({i})")).reshape(4, 4).T  # (column-major)
+            np.testing.assert_allclose(m[:3, 3], traj["bodies/position"][k, i], atol=1e-6)
+            if np.all(np.isfinite(axes[i])):  # the box: the body's rotation times its box axes
+                A = _quat_matrix(traj["bodies/orientation"][k, i]) @ axes[i]
+                drawn = m[:3, :3] / np.linalg.norm(m[:3, :3], axis=0)
+                np.testing.assert_allclose(np.abs(drawn), np.abs(A), atol=1e-5, err_msg=name)
+                if np.all(edges[i] > 0.1):  # (much thinner ones are drawn thicker, to be seen)
+                    np.testing.assert_allclose(np.linalg.norm(m[:3, :3], axis=0), edges[i], rtol=1e-5)
+    # the canvas is not blank
+    shot = page.screenshot()
+    from io import BytesIO
+    PIL = pytest.importorskip("PIL.Image")
+    img = np.asarray(PIL.open(BytesIO(shot)).convert("RGB"), dtype=float)
+    assert img[:600].std() > 5.0 and len(np.unique(img[:600].reshape(-1, 3), axis=0)) > 50
+    page.close()
+
+
+def test_play_advances_a_click_names_a_body_and_the_plot_cursor_follows(browser, html):
+    page, problems, _ = _open(browser, html.as_uri())
+    page.evaluate("VIEWER.setFrame(0)")
+    page.click("#play")
+    page.wait_for_function("VIEWER.frame > 3", timeout=10000)
+    page.click("#play")  # pause
+    k = page.evaluate("VIEWER.frame")
+    assert page.evaluate("VIEWER.playing") is False
+    # the plot's cursor at the time shown
+    t = page.evaluate(f"VIEWER.time[{k}]")
+    assert page.evaluate("VIEWER.plotCursor()") == pytest.approx(page.evaluate(f"VIEWER.plotX({t})"), abs=1.0)
+    # a click on a body's centre names it
+    names = page.evaluate("VIEWER.bodies")
+    x, y = page.evaluate("VIEWER.screen(1)")
+    page.mouse.click(x, y)
+    page.wait_for_function("VIEWER.picked !== null", timeout=5000)
+    picked = page.evaluate("VIEWER.picked")
+    assert picked in names and picked in page.inner_text("#info")
+    assert problems == []
+    page.close()
+
+
+def test_the_server_serves_its_page_on_loopback_only_and_nothing_of_the_disk(result):
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    proc = subprocess.Popen([sys.executable, "-m", "mbsim", "view", str(result), "--no-browser"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env, cwd=str(REPO))
+    try:
+        line = proc.stdout.readline()
+        assert "http://127.0.0.1:" in line, line + proc.stderr.read()
+        url = line.split("at ", 1)[1].split(" ", 1)[0]
+        with urllib.request.urlopen(url, timeout=10) as r:
+            body = r.read().decode()
+        assert r.status == 200 and "mbsim view" in body and "VIEWER" in body
+        port = int(url.rsplit(":", 1)[1].strip("/"))
+        for path in ("/etc/passwd", "/../../etc/passwd", "/%2e%2e/%2e%2e/etc/passwd", f"/{result.name}",
+                     "/mbsim/viz/view.py", "/?dir"):
+            try:
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}{path}", timeout=10) as r:
+                    assert path == "/?dir" and r.read().decode() == body  # (the page, whatever the query)
+            except urllib.error.HTTPError as e:
+                assert e.code == 404, path
+        # bound to loopback only: the machine's other addresses refuse
+        import socket
+        s = socket.socket()
+        s.settimeout(2)
+        other = socket.gethostbyname(socket.gethostname())
+        if not other.startswith("127."):
+            assert s.connect_ex((other, port)) != 0
+        s.close()
+        proc.send_signal(signal.SIGINT)  # Ctrl-C stops it
+        assert proc.wait(timeout=10) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+
+
+def test_html_needs_an_html_name_and_every_keeps_the_last_frame(result, tmp_path, capsys):
+    assert main(["view", str(result), "--html", str(tmp_path / "x.txt")]) == 2
+    assert "name it .html" in capsys.readouterr().err
+    from mbsim.viz.view import scene
+    traj = read_trajectory(str(result))
+    _, data = scene(traj, every=7)
+    T = len(traj["time"])
+    assert data["time"][-1] == traj["time"][T - 1] and len(data["time"]) == len(range(0, T, 7)) + ((T - 1) % 7 != 0)
