@@ -51,6 +51,12 @@ def register(sub, common, fmt) -> None:
     r.add_argument("--resume", metavar="RESULT",
                    help="continue the interrupted or failed run stored in RESULT from its last frame, "
                         "appending to that file (the scenario must be the one it was made from)")
+    r.add_argument("--view", action="store_true",
+                   help="watch the run in the browser as it computes (mbsim view, live: served on 127.0.0.1 "
+                        "until Ctrl-C after the run)")
+    r.add_argument("--port", type=int, default=0, metavar="N",
+                   help="with --view: serve on port N of 127.0.0.1 (default: a free one)")
+    r.add_argument("--no-browser", action="store_true", help="with --view: only print the URL")
     r.add_argument("--allow-large", action="store_true",
                    help="run even when the up-front estimate finds more steps (> 1e10) or memory than is "
                         "sensible")
@@ -109,6 +115,18 @@ def _cmd_run(args) -> int:
     if not args.quiet and not args.json:
         _out(f"{'resuming' if args.resume else 'running'} {sc.name} ({_describe(sc, args.end)}) → {out}")
     from .. import driver  # the numerical code, imported only when a run is asked for
+    live = server = None
+    ran = False
+    if args.view:
+        from ..viz import view
+        from .visual import start_server
+        live = view.Live(sc)
+        started = start_server(lambda port: view.serve_live(live, port), args,
+                               "mbsim view (live): {url} (this machine only)")
+        if started is None:
+            live.finish("not run")
+            return EXIT_INVALID
+        server, url = started
     try:
         with _sigterm_as_interrupt(), warnings.catch_warnings():
             warnings.simplefilter("always", driver.JointWarning)
@@ -119,7 +137,9 @@ def _cmd_run(args) -> int:
                 else shown(message, category, *a, **k))
             summary = driver.run(sc, out, progress=progress, end=args.end, overwrite=args.overwrite,
                                  resume=args.resume is not None, allow_large=True,  # checked above
-                                 notify=None if args.quiet or args.json else _err)
+                                 notify=None if args.quiet or args.json else _err,
+                                 on_frames=live.observe if live is not None else None)
+            ran = True
     except driver.JointError as exc:
         _err(f"{args.scenario}: not run: {exc}")
         return EXIT_INVALID
@@ -132,6 +152,22 @@ def _cmd_run(args) -> int:
     except driver.ResumeError as exc:
         _err(str(exc))
         return EXIT_INVALID
+    finally:
+        if live is not None and not ran:
+            live.finish("not run")
+    if live is not None:
+        live.finish(summary.message if summary.message.startswith(summary.status)
+                    else f"{summary.status}: {summary.message}")
+        code = _report_run(args, summary, sc)
+        print(f"mbsim view: still serving {url} (Ctrl-C to stop)", flush=True)
+        from .visual import serve_until_interrupted
+        serve_until_interrupted(server)
+        return code
+    return _report_run(args, summary, sc)
+
+
+def _report_run(args, summary, sc) -> int:
+    """The closing summary of a run, as --json or text; its exit code."""
     if args.json:
         _out(json.dumps(_plain(summary_json(summary, sc)), ensure_ascii=False))
         if summary.status != "completed":  # the same explanation as without --json, on stderr

@@ -359,21 +359,37 @@ def _cmd_view(args) -> int:
         if not args.quiet:
             print(f"wrote {args.html} ({len(html.encode('utf-8')) / 1e6:.1f} MB, self-contained: open it in a browser)")
         return EXIT_OK
+    started = start_server(lambda port: view.serve(html, port), args, f"mbsim view: {args.result} at {{url}} "
+                                                                        f"(this machine only; Ctrl-C to stop)")
+    if started is None:
+        return EXIT_INVALID
+    serve_until_interrupted(started[0])
+    return EXIT_OK
+
+
+def start_server(make, args, line: str):
+    """``make(port)``'s server on ``args.port``, its URL printed (``line`` with ``{url}``) and opened in the
+    browser unless ``args.no_browser``: (server, url), or None after saying what is wrong."""
     if not 0 <= args.port <= 65535:
         _err(f"--port must be 0 … 65535, got {args.port}")
-        return EXIT_INVALID
+        return None
     try:
-        server = view.serve(html, args.port)
+        server = make(args.port)
     except OSError as exc:
         _err(f"cannot serve on 127.0.0.1:{args.port}: {exc.strerror or exc}")
-        return EXIT_INVALID
+        return None
     url = f"http://127.0.0.1:{server.server_address[1]}/"
-    print(f"mbsim view: {args.result} at {url} (this machine only; Ctrl-C to stop)", flush=True)
+    print(line.format(url=url), flush=True)
     if not args.no_browser:
         import webbrowser
         webbrowser.open(url)
+    return server, url
+
+
+def serve_until_interrupted(server) -> None:
+    """Serve until Ctrl-C, then stop the server."""
+    import time
     try:
-        import time
         while True:
             time.sleep(3600)
     except KeyboardInterrupt:
@@ -381,7 +397,6 @@ def _cmd_view(args) -> int:
     finally:
         server.shutdown()
         server.server_close()
-    return EXIT_OK
 
 
 def check_html(out: str) -> bool:

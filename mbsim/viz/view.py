@@ -44,10 +44,11 @@ def _box_quaternions(axes: np.ndarray) -> np.ndarray:
     return out
 
 
-def scene(traj: dict, every: int = 1) -> tuple[dict, dict]:
+def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
     """The scene's description (JSON) and its per-frame arrays of a trajectory (OUTPUT.md layout, as read by
-    :func:`mbsim.io.reader.read_trajectory`), every ``every``-th stored frame and the last."""
-    sc = geo.scenario_of(traj)
+    :func:`mbsim.io.reader.read_trajectory`), every ``every``-th stored frame and the last; ``sc`` its
+    scenario (default: read from the trajectory's text)."""
+    sc = sc if sc is not None else geo.scenario_of(traj)
     idx = geo.frame_indices(traj, every, include_last=True)
     names = [str(n) for n in traj["bodies/name"]]
     fixed = np.asarray(traj["bodies/fixed"], dtype=bool)
@@ -120,6 +121,89 @@ def scene(traj: dict, every: int = 1) -> tuple[dict, dict]:
     return meta, data
 
 
+def static_of(sc) -> dict:
+    """What a result file holds of ``sc`` that is not per frame (the writer's static datasets and the
+    attributes the page reads), for a scene made from frames as they are computed (:class:`Live`)."""
+    bodies, conns, joints = sc.bodies, sc.connectors, sc.joints
+    out = {"bodies/name": [b.name for b in bodies], "bodies/fixed": np.array([b.fixed for b in bodies], dtype=bool),
+           "bodies/mass": np.array([0.0 if b.fixed else b.mass for b in bodies], dtype=float),
+           "connectors/name": [c.name for c in conns], "connectors/type": [c.type for c in conns],
+           "connectors/body_a": [c.body_a for c in conns], "connectors/body_b": [c.body_b for c in conns],
+           "scenario": sc.text, "attrs": {"scenario_name": sc.name, "status": "running"}}
+    if joints:
+        out.update({"joints/name": [j.name for j in joints], "joints/type": [j.type for j in joints],
+                    "joints/body_a": [j.body_a for j in joints], "joints/body_b": [j.body_b for j in joints]})
+    return out
+
+
+class Live:
+    """The frames of a run as they are computed (``mbsim.driver.run(on_frames=live.observe)``), for pages
+    served by :func:`serve_live`: the first block (the initial frame) makes the page, every block after it
+    is sent to each page as a server-sent event, and :meth:`finish` ends the stream with the run's outcome."""
+
+    def __init__(self, sc):
+        import queue
+        self.sc = sc
+        self.static = static_of(sc)
+        self.meta = None
+        self.first = None  # the first block's packed arrays (in the page itself)
+        self.blocks: list = []  # the later blocks, packed, as JSON texts
+        self.done: Optional[str] = None
+        self.cond = threading.Condition()
+        self._todo: "queue.Queue" = queue.Queue()  # blocks to pack, in order (None: the end)
+        threading.Thread(target=self._pack_blocks, daemon=True, name="mbsim-view-pack").start()
+
+    def observe(self, frames: dict) -> None:
+        """The driver's frame observer: hands the block (its own copies) to the packing thread, so that the
+        time loop goes on at once."""
+        self._todo.put(frames)
+
+    def _pack_blocks(self) -> None:
+        while True:
+            frames = self._todo.get()
+            if frames is None or isinstance(frames, str):
+                with self.cond:
+                    self.done = "not run" if frames is None else frames
+                    self.cond.notify_all()
+                return
+            meta, data = scene(dict(self.static, **frames), sc=self.sc)
+            packed = {k: _pack(v) for k, v in data.items()}
+            with self.cond:
+                if self.meta is None:
+                    self.meta, self.first = dict(meta, live=True), packed
+                else:
+                    self.blocks.append(json.dumps(packed, separators=(",", ":")))
+                self.cond.notify_all()
+
+    def finish(self, outcome: str) -> None:
+        """The run is over (``outcome`` says how): after the blocks still being packed, the pages are told."""
+        self._todo.put(str(outcome))
+
+    def page(self, timeout: float = 600.0) -> str:
+        with self.cond:
+            self.cond.wait_for(lambda: self.meta is not None or self.done is not None, timeout)
+            if self.meta is None:
+                raise RuntimeError(f"the run produced no frame ({self.done})")
+            return _html(self.meta, self.first, self.sc.name)
+
+    def stream(self, write) -> None:
+        """Write the blocks as server-sent events (``data: …``), waiting for new ones, then the outcome
+        (``event: end``); returns when the run is over and everything is sent, or the page went away."""
+        k = 0
+        while True:
+            with self.cond:
+                self.cond.wait_for(lambda: len(self.blocks) > k or self.done is not None, 5.0)
+                new, done = self.blocks[k:], self.done
+            k += len(new)
+            for text in new:
+                write(f"data: {text}\n\n".encode())
+            if not new and done is None:
+                write(b": waiting\n\n")  # (a comment: a page gone away shows as a broken pipe)
+            if done is not None and k == len(self.blocks):
+                write(f"event: end\ndata: {json.dumps(done)}\n\n".encode())
+                return
+
+
 def _json_inline(obj) -> str:
     """JSON safe inside a <script> element."""
     return json.dumps(obj, separators=(",", ":")).replace("</", "<\\/")
@@ -129,12 +213,16 @@ def page(traj: dict, every: int = 1, title: Optional[str] = None) -> str:
     """The self-contained viewer page of a trajectory (module docstring)."""
     meta, data = scene(traj, every)
     title = title or str(traj.get("attrs", {}).get("scenario_name") or "result")
+    return _html(meta, {k: _pack(v) for k, v in data.items()}, title)
+
+
+def _html(meta: dict, packed: dict, title: str) -> str:
     html = (WEB / "viewer.html").read_text(encoding="utf-8")
     esc = title.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
     parts = {
         "__TITLE__": esc,
         "__META__": _json_inline(meta),
-        "__DATA__": _json_inline({k: _pack(v) for k, v in data.items()}),
+        "__DATA__": _json_inline(packed),
         "/*UPLOT_CSS*/": (WEB / "uPlot.min.css").read_text(encoding="utf-8"),
         "/*VENDOR*/": (WEB / "vendor.min.js").read_text(encoding="utf-8").replace("</script", "<\\/script"),
         "/*VIEWER*/": (WEB / "viewer.js").read_text(encoding="utf-8"),
@@ -151,6 +239,10 @@ class _Handler(http.server.BaseHTTPRequestHandler):
     server_version = "mbsim-view"
 
     def do_GET(self):  # noqa: N802 - http.server's name
+        if self.path == "/favicon.ico":  # (what a browser asks for first: nothing, not an error)
+            self.send_response(204)
+            self.end_headers()
+            return
         if self.path.split("?", 1)[0] not in ("/", "/index.html"):
             self.send_error(404, "mbsim view serves its one page only")
             return
@@ -166,6 +258,41 @@ class _Handler(http.server.BaseHTTPRequestHandler):
 
     def log_message(self, *args):  # quiet
         pass
+
+
+class _LiveHandler(_Handler):
+    """A live run's page at ``/`` (made from its first frame) and its frames at ``/events``."""
+
+    live: Live = None
+
+    def do_GET(self):  # noqa: N802
+        path = self.path.split("?", 1)[0]
+        if path == "/events":
+            self.send_response(200)
+            self.send_header("Content-Type", "text/event-stream")
+            self.send_header("Cache-Control", "no-store")
+            self.end_headers()
+
+            def write(b):
+                self.wfile.write(b)
+                self.wfile.flush()
+            try:
+                self.live.stream(write)
+            except (BrokenPipeError, ConnectionResetError):
+                pass
+            return
+        if path in ("/", "/index.html"):
+            self.body = self.live.page().encode("utf-8")
+        super().do_GET()
+
+
+def serve_live(live: Live, port: int = 0) -> http.server.ThreadingHTTPServer:
+    """As :func:`serve`, for a run being computed (:class:`Live`)."""
+    handler = type("LiveHandler", (_LiveHandler,), {"live": live})
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", port), handler)
+    server.daemon_threads = True
+    threading.Thread(target=server.serve_forever, daemon=True, name="mbsim-view").start()
+    return server
 
 
 def serve(html: str, port: int = 0) -> http.server.ThreadingHTTPServer:

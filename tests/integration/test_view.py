@@ -163,3 +163,32 @@ def test_html_needs_an_html_name_and_every_keeps_the_last_frame(result, tmp_path
     _, data = scene(traj, every=7)
     T = len(traj["time"])
     assert data["time"][-1] == traj["time"][T - 1] and len(data["time"]) == len(range(0, T, 7)) + ((T - 1) % 7 != 0)
+
+
+def test_a_run_is_watched_live_and_the_page_ends_with_the_files_frames(browser, tmp_path):
+    """``mbsim run --view``: the page opens on the run's first frame, receives the others as they are
+    computed (server-sent events from the driver's frame observer), follows the newest, and ends with the
+    run's outcome and as many frames as the file; the viewer then serves on until Ctrl-C."""
+    out = tmp_path / "live.h5"
+    proc = subprocess.Popen([sys.executable, "-m", "mbsim", "run", str(REPO / "scenarios" / "chain50.yaml"),
+                             "-o", str(out), "--view", "--no-browser", "--quiet", "--end", "1.0"],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO),
+                            env=dict(os.environ, PYTHONUNBUFFERED="1"))
+    try:
+        line = proc.stdout.readline()
+        assert "http://127.0.0.1:" in line, line + proc.stderr.read()
+        url = line.split(": ", 1)[1].split(" ", 1)[0]
+        page, problems, requests = _open(browser, url)
+        page.wait_for_function("VIEWER.ended !== null", timeout=120000)
+        assert page.evaluate("VIEWER.ended").startswith("completed")
+        n = page.evaluate("VIEWER.nframes")
+        assert n == len(read_trajectory(str(out))["time"]) and page.evaluate("VIEWER.frame") == n - 1
+        assert page.evaluate("VIEWER.blocks") >= 1  # frames came after the page opened
+        assert problems == [] and all(u.startswith(url) for u in requests)
+        page.close()
+        assert "still serving" in proc.stdout.readline()
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(timeout=20) == 0
+    finally:
+        if proc.poll() is None:
+            proc.kill()

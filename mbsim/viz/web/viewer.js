@@ -17,7 +17,7 @@
   await Promise.all(Object.keys(B64).map(async (k) => { D[k] = await decode(B64[k]); }));
 
   const nb = META.bodies.names.length, nc = META.connectors.names.length, nj = META.joints.names.length;
-  const nf = D.time.length;
+  let nf = D.time.length;
   const root = document.getElementById("view");
   const renderer = new T.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
   renderer.setPixelRatio(window.devicePixelRatio);
@@ -202,7 +202,7 @@
   }
   window.VIEWER = {
     setFrame, get frame() { return frame; }, get playing() { return playing; }, rendered: 0, picked: null,
-    nframes: nf, time: D.time, bodies: META.bodies.names,
+    nframes: nf, time: D.time, bodies: META.bodies.names, live: !!META.live,
     // the pose the page draws for body i at the frame shown: [x, y, z], quaternion [w, x, y, z] (of the body)
     pose(i) { const k = frame * nb + i; return [vec(D.position, 3 * k),
       [D.orientation[4 * k], D.orientation[4 * k + 1], D.orientation[4 * k + 2], D.orientation[4 * k + 3]]]; },
@@ -214,7 +214,50 @@
     plotCursor() { return plot ? plot.cursor.left : null; },
     plotX(t) { return plot ? plot.valToPos(t, "x") : null; },
   };
+  // live (a run being computed: mbsim run --view): blocks of frames as server-sent events, appended; the
+  // view follows the newest frame while "follow" is on (scrubbing or playing turns it off)
+  let follow = !!META.live, lastPlot = 0;
+  function appendBlock(arrays) {
+    for (const k of Object.keys(arrays)) {
+      const a = D[k], b = arrays[k], c = new Float32Array(a.length + b.length);
+      c.set(a); c.set(b, a.length); D[k] = c;
+    }
+    nf = D.time.length;
+    scrub.max = nf - 1;
+    window.VIEWER.nframes = nf;
+    window.VIEWER.time = D.time;
+    const now = performance.now();
+    if (now - lastPlot > 500) { lastPlot = now; plot.setData([Array.from(D.time), Array.from(channel(+select.value))]); }
+    if (follow) setFrame(nf - 1);
+  }
+  if (META.live) {
+    const status = el("live");
+    status.textContent = "live: running …";
+    scrub.addEventListener("input", () => { follow = false; });
+    el("play").addEventListener("click", () => { follow = false; });
+    let chain = Promise.resolve();
+    const events = new EventSource("events");
+    events.onmessage = (e) => {
+      chain = chain.then(async () => {
+        const packed = JSON.parse(e.data), arrays = {};
+        await Promise.all(Object.keys(packed).map(async (k) => { arrays[k] = await decode(packed[k]); }));
+        appendBlock(arrays);
+        window.VIEWER.blocks++;
+      });
+    };
+    events.addEventListener("end", (e) => {
+      events.close();
+      chain = chain.then(() => {
+        plot.setData([Array.from(D.time), Array.from(channel(+select.value))]);
+        status.textContent = "run " + JSON.parse(e.data);
+        window.VIEWER.ended = JSON.parse(e.data);
+      });
+    });
+  }
+  window.VIEWER.blocks = 0;
+  window.VIEWER.ended = null;
   setFrame(0);
+  if (follow) setFrame(nf - 1);
   requestAnimationFrame(tick);
   window.VIEWER.ready = true;
 })().catch((e) => { console.error(e); document.body.insertAdjacentHTML("beforeend", `<pre id="error">${e}</pre>`); });
