@@ -6,6 +6,8 @@ import argparse
 import os
 import sys
 
+import numpy as np
+
 from ._util import EXIT_INVALID, EXIT_OK, _err, _g, _isatty, _out, _positive_float, _positive_int
 
 WHATS = ("dashboard", "energy", "motion", "forces", "joints", "solver")
@@ -151,6 +153,11 @@ def register(sub, common, fmt) -> None:
     v.add_argument("--port", type=int, default=0, metavar="N",
                    help="serve on port N of 127.0.0.1 (default: a free one)")
     v.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
+    v.add_argument("--mode", type=_positive_int, metavar="K",
+                   help="show mode K (from 1, as `mbsim info` numbers them) of a file written by `mbsim modes`: "
+                        "one looping period of its shape about the stored state")
+    v.add_argument("--amplitude", type=_positive_float, metavar="A",
+                   help="with --mode: the factor on the mode's shape (default as for `mbsim animate --mode`)")
     v.add_argument("--quiet", action="store_true", help="print only errors")
     v.set_defaults(handler=_cmd_view)
 
@@ -350,7 +357,19 @@ def _cmd_view(args) -> int:
     if traj is None:
         return EXIT_INVALID
     from ..viz import view
-    html = view.page(traj, every=args.every, title=traj["attrs"].get("scenario_name") or None)
+    title = traj["attrs"].get("scenario_name") or None
+    if args.mode is None and args.amplitude is not None:
+        _err("--amplitude scales a mode's shape: give --mode K too (`mbsim info RESULT` lists the modes)")
+        return EXIT_INVALID
+    if args.mode is not None:  # one period of the mode, its time the phase over the frequency
+        motion, modes = mode_motion_of(args, traj, "shows")
+        if motion is None:
+            return EXIT_INVALID
+        f = float(modes["frequency"][args.mode - 1])
+        period = 1.0 / f if f > 0 and not modes["rigid_body"][args.mode - 1] else 1.0
+        traj = dict(motion.traj, time=motion.phases / (2.0 * np.pi) * period)
+        title = motion.title
+    html = view.page(traj, every=args.every, title=title)
     if args.html:
         if not check_html(args.html) or not make_parent(args.html):
             return EXIT_INVALID
@@ -466,27 +485,36 @@ def _mode_frames() -> int:
     return MODE_FRAMES
 
 
-def _animate_mode(args, traj, out: str) -> int:
-    """``mbsim animate RESULT --mode K``: one period of mode K of a modes file
-    (:func:`mbsim.viz.animate.mode_motion`)."""
+def mode_motion_of(args, traj, verb: str = "animates"):
+    """One period of mode ``args.mode`` of the modes file ``args.result`` (:func:`mbsim.viz.animate.mode_motion`
+    with ``args.amplitude``), or None after saying what is wrong; and the modes."""
     from ..io.reader import ResultFileError, read_modes
     from ..viz import animate
     try:
         modes = read_modes(args.result)
     except ResultFileError as exc:
         _err(f"{exc}: its modes are damaged; run `mbsim modes` again to rewrite the file")
-        return EXIT_INVALID
+        return None, None
     if modes is None:
         kind = traj["attrs"].get("analysis", "dynamics")
-        _err(f"{args.result} holds no modes (no /modes: it is a {kind} result); --mode animates a file written by "
-             f"`mbsim modes SCENARIO -o OUT.h5`, or leave out --mode to animate this one")
-        return EXIT_INVALID
+        _err(f"{args.result} holds no modes (no /modes: it is a {kind} result); --mode {verb} a file written by "
+             f"`mbsim modes SCENARIO -o OUT.h5`, or leave out --mode to show this one")
+        return None, None
     K = len(modes["frequency"])
     if args.mode > K:
         _err(f"{args.result} has {K} mode{'s' if K != 1 else ''}" + (f": give --mode 1 … {K}" if K else "")
              + f" (`mbsim info {args.result}` lists them)")
+        return None, None
+    return animate.mode_motion(traj, modes, args.mode, args.amplitude), modes
+
+
+def _animate_mode(args, traj, out: str) -> int:
+    """``mbsim animate RESULT --mode K``: one period of mode K of a modes file
+    (:func:`mbsim.viz.animate.mode_motion`)."""
+    from ..viz import animate
+    motion, _ = mode_motion_of(args, traj)
+    if motion is None:
         return EXIT_INVALID
-    motion = animate.mode_motion(traj, modes, args.mode, args.amplitude)
     n = len(motion.phases)
     if not args.quiet:
         _err(f"rendering {n} frames (one period of mode {args.mode}, amplitude {motion.amplitude:.3g}) to {out}")

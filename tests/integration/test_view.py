@@ -192,3 +192,32 @@ def test_a_run_is_watched_live_and_the_page_ends_with_the_files_frames(browser, 
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_mode_is_shown_as_one_period_of_its_shape(browser, tmp_path):
+    """``mbsim view MODES.h5 --mode K``: the page plays the frames of mbsim.viz.animate.mode_motion (one period
+    of the shape about the stored state), its time the phase over the frequency."""
+    from mbsim.io.reader import read_modes
+    from mbsim.viz.animate import mode_motion
+    modes_file = tmp_path / "modes.h5"
+    assert main(["modes", str(REPO / "scenarios" / "double_pendulum_3d.yaml"), "-o", str(modes_file)]) == 0
+    modes = read_modes(str(modes_file))
+    K = len(modes["frequency"])  # the highest: not a rigid-body mode
+    assert not modes["rigid_body"][K - 1]
+    out = tmp_path / "mode.html"
+    assert main(["view", str(modes_file), "--mode", str(K), "--html", str(out), "--quiet"]) == 0
+    traj = read_trajectory(str(modes_file))
+    motion = mode_motion(traj, modes, K)
+    page, problems, _ = _open(browser, out.as_uri())
+    n = page.evaluate("VIEWER.nframes")
+    assert n == len(motion.phases) and problems == []
+    period = 1.0 / modes["frequency"][K - 1]
+    assert page.evaluate(f"VIEWER.time[{n - 1}]") == pytest.approx(period * (n - 1) / n, rel=1e-6)
+    k = n // 4
+    page.evaluate(f"VIEWER.setFrame({k})")
+    for i in range(2):
+        r, q = page.evaluate(f"VIEWER.pose({i})")
+        np.testing.assert_allclose(r, motion.traj["bodies/position"][k, i], atol=1e-6)
+        np.testing.assert_allclose(q, motion.traj["bodies/orientation"][k, i], atol=1e-6)
+    page.close()
+    assert main(["view", str(REPO / "scenarios" / "pendulum.yaml"), "--mode", "1", "--html", str(out)]) == 2
