@@ -74,20 +74,28 @@ def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
     edges = np.where(np.isfinite(edges), edges, small)
     edges = np.maximum(edges, 0.004 * size)
     nc, nj = len(traj["connectors/name"]), len(traj.get("joints/name", ()))
-    C = np.asarray(cg.points[idx], dtype=float) if nc else np.zeros((len(idx), 0, 2, 3))
-    # a connector without points: drawn at body B's centre
+    # the connectors' and joints' points and axes as material vectors of their bodies (the page turns them
+    # with the bodies' poses: rigidly carried, exactly; world = body index B), from the first frame shown
+    f0 = idx[0]
+
+    def material(points, bodies):
+        return np.einsum("nji,nj->ni", R[f0, bodies], np.nan_to_num(points) - pos[f0, bodies])
+    c_arms = np.zeros((nc, 2, 3))
     if nc:
-        centres = pos[idx][:, cg.body_b]
-        C = np.where(cg.has_points[None, :, None, None], C, centres[:, :, None, :])
-    J = np.asarray(jg.points[idx], dtype=float) if nj else np.zeros((len(idx), 0, 2, 3))
-    JA = np.nan_to_num(np.asarray(jg.axis[idx], dtype=float)) if nj else np.zeros((len(idx), 0, 3))
+        c_arms[:, 0] = material(cg.points[f0, :, 0], cg.body_a)
+        c_arms[:, 1] = material(cg.points[f0, :, 1], cg.body_b)
+        c_arms[~cg.has_points] = 0.0  # a connector without points: drawn at body B's centre
+    j_arms, j_axis = np.zeros((nj, 2, 3)), np.zeros((nj, 3))
+    if nj:
+        j_arms[:, 0] = material(jg.points[f0, :, 0], jg.body_a)
+        j_arms[:, 1] = material(jg.points[f0, :, 1], jg.body_b)
+        j_axis = np.einsum("nji,nj->ni", R[f0, jg.body_a], np.nan_to_num(jg.axis[f0]))
     velocity = np.asarray(traj["bodies/velocity"], dtype=float)[idx]
     omega = np.asarray(traj["bodies/angular_velocity"], dtype=float)[idx]
     channels = [{"label": f"energy {k} [J]", "data": f"energy_{k}"}
                 for k in ("kinetic", "potential", "dissipated", "external_work")]
     data = {"time": np.asarray(traj["time"], dtype=float)[idx], "position": r, "orientation": q,
-            "velocity": velocity, "angular_velocity": omega, "connector_points": C, "joint_points": J,
-            "joint_axis": JA}
+            "velocity": velocity, "angular_velocity": omega}
     for k in ("kinetic", "potential", "dissipated", "external_work"):
         data[f"energy_{k}"] = np.asarray(traj[f"energy/{k}"], dtype=float)[idx]
     for i, n in enumerate(names):
@@ -113,9 +121,13 @@ def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
                        # drawn as a line between its points (else as a marker at B's point or centre)
                        "points": [bool(b) and d in ("coil", "dashpot", "line")
                                   for b, d in zip(cg.has_points, geo.connector_traits(traj["connectors/type"])[0])]
-                       if nc else []},
+                       if nc else [],
+                       "ends": np.column_stack((cg.body_a, cg.body_b)).ravel().tolist() if nc else [],
+                       "arms": c_arms.ravel().tolist()},
         "joints": {"names": [str(n) for n in traj.get("joints/name", ())],
-                   "axis": [bool(np.all(np.isfinite(jg.axis[0, j]))) for j in range(nj)]},
+                   "axis": [bool(np.all(np.isfinite(jg.axis[0, j]))) for j in range(nj)],
+                   "ends": np.column_stack((jg.body_a, jg.body_b)).ravel().tolist() if nj else [],
+                   "arms": j_arms.ravel().tolist(), "axes": j_axis.ravel().tolist()},
         "channels": channels,
     }
     return meta, data

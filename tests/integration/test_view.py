@@ -90,6 +90,17 @@ def test_the_page_draws_the_files_poses_offline(browser, html, result):
                 np.testing.assert_allclose(np.abs(drawn), np.abs(A), atol=1e-5, err_msg=name)
                 if np.all(edges[i] > 0.1):  # (much thinner ones are drawn thicker, to be seen)
                     np.testing.assert_allclose(np.linalg.norm(m[:3, :3], axis=0), edges[i], rtol=1e-5)
+    # the connectors drawn between their points as the file's geometry has them (the page carries the
+    # points with the bodies' poses)
+    from mbsim.viz.geometry import connector_geometry, connector_traits
+    cg = connector_geometry(traj)
+    lines = [c for c, d in enumerate(connector_traits(traj["connectors/type"])[0])
+             if cg.has_points[c] and d in ("coil", "dashpot", "line")]
+    assert lines
+    for k in (0, T - 1):
+        page.evaluate(f"VIEWER.setFrame({k})")
+        seg = np.array(page.evaluate("VIEWER.segments()")).reshape(-1, 2, 3)
+        np.testing.assert_allclose(seg[:len(lines)], cg.points[k, lines], atol=1e-5)
     # the canvas is not blank
     shot = page.screenshot()
     from io import BytesIO

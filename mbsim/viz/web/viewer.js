@@ -76,6 +76,22 @@
   scrub.max = nf - 1;
 
   function vec(a, k) { return [a[k], a[k + 1], a[k + 2]]; }
+  // a material vector of body i (arms[k …]) at the frame shown: turned by its orientation (world, i = nb:
+  // as it is), and for a point carried to its position
+  const W = new T.Vector3(), W2 = new T.Vector3(), Qc = new T.Quaternion();
+  function turned(i, arms, k, out) {
+    out.set(arms[k], arms[k + 1], arms[k + 2]);
+    if (i < nb) {
+      const o = 4 * (frame * nb + i);
+      out.applyQuaternion(Qc.set(D.orientation[o + 1], D.orientation[o + 2], D.orientation[o + 3], D.orientation[o]));
+    }
+    return out;
+  }
+  function carried(i, arms, k, out) {
+    turned(i, arms, k, out);
+    if (i < nb) out.add(P.fromArray(D.position, 3 * (frame * nb + i)));
+    return out;
+  }
   function fmt(v) { return v.map((x) => x.toPrecision(4)).join(", "); }
 
   function setFrame(f) {
@@ -94,28 +110,30 @@
     }
     boxes.instanceMatrix.needsUpdate = true;  // (not culled: no bounding sphere to recompute per frame)
     let nl = 0, nball = 0;
+    const one = new T.Quaternion(), ball = new T.Vector3(ballR, ballR, ballR);
     for (let c = 0; c < nc; c++) {
-      const k = 6 * (frame * nc + c);
+      const a = META.connectors.ends[2 * c], b = META.connectors.ends[2 * c + 1];
       if (META.connectors.points[c]) {
-        for (let j = 0; j < 6; j++) linePos[6 * nl + j] = D.connector_points[k + j];
+        carried(a, META.connectors.arms, 6 * c, W);
+        carried(b, META.connectors.arms, 6 * c + 3, W2);
+        W.toArray(linePos, 6 * nl);
+        W2.toArray(linePos, 6 * nl + 3);
         nl++;
       } else {
-        P.set(D.connector_points[k + 3], D.connector_points[k + 4], D.connector_points[k + 5]);
-        M.compose(P, new T.Quaternion(), new T.Vector3(ballR, ballR, ballR));
+        carried(b, META.connectors.arms, 6 * c + 3, W);
+        M.compose(W, one, ball);
         balls.setMatrixAt(nball++, M);
       }
     }
     for (let j = 0; j < nj; j++) {
-      const k = 6 * (frame * nj + j);
-      P.set(D.joint_points[k + 3], D.joint_points[k + 4], D.joint_points[k + 5]);
-      M.compose(P, new T.Quaternion(), new T.Vector3(ballR, ballR, ballR));
+      carried(META.joints.ends[2 * j + 1], META.joints.arms, 6 * j + 3, W);
+      M.compose(W, one, ball);
       balls.setMatrixAt(nball++, M);
-      const a = 3 * (frame * nj + j);
       if (META.joints.axis[j]) {
-        for (let s = 0; s < 3; s++) {
-          linePos[6 * nl + s] = P.getComponent(s) - 0.06 * size * D.joint_axis[a + s];
-          linePos[6 * nl + 3 + s] = P.getComponent(s) + 0.06 * size * D.joint_axis[a + s];
-        }
+        turned(META.joints.ends[2 * j], META.joints.axes, 3 * j, W2);
+        W2.multiplyScalar(0.06 * size);
+        W.clone().sub(W2).toArray(linePos, 6 * nl);
+        W.clone().add(W2).toArray(linePos, 6 * nl + 3);
         nl++;
       }
     }
@@ -212,6 +230,8 @@
     screen(i) { const r = renderer.domElement.getBoundingClientRect(); const v = new T.Vector3().fromArray(D.position, 3 * (frame * nb + i)).project(camera);
       return [r.left + (v.x + 1) / 2 * r.width, r.top + (1 - v.y) / 2 * r.height]; },
     plotCursor() { return plot ? plot.cursor.left : null; },
+    // the line segments drawn at the frame shown (connectors with points in order, then joints' axes)
+    segments() { return Array.from(linePos.slice(0, 3 * lineGeo.drawRange.count)); },
     plotX(t) { return plot ? plot.valToPos(t, "x") : null; },
   };
   // live (a run being computed: mbsim run --view): blocks of frames as server-sent events, appended; the
