@@ -128,6 +128,16 @@ def test_play_advances_a_click_names_a_body_and_the_plot_cursor_follows(browser,
     page.wait_for_function("VIEWER.picked !== null", timeout=5000)
     picked = page.evaluate("VIEWER.picked")
     assert picked in names and picked in page.inner_text("#info")
+    # a click on a joint's ball names the joint and gives its reaction at the time shown
+    joints, hits = page.evaluate("VIEWER.joints"), []
+    for j in range(len(joints)):
+        x, y = page.evaluate(f"VIEWER.jointScreen({j})")
+        page.mouse.click(x, y)
+        if page.evaluate("VIEWER.picked") == joints[j]:
+            hits.append(j)
+            text = page.inner_text("#info")
+            assert joints[j] in text and "reaction" in text and " N" in text
+    assert len(hits) >= len(joints) // 2, hits  # (the others' balls lie inside a body's box)
     assert problems == []
     page.close()
 

@@ -70,7 +70,7 @@
   balls.frustumCulled = false;
   scene.add(balls);
 
-  let frame = 0, playing = false, dirty = true, selected = -1, speed = 1.0, loop = true;
+  let frame = 0, playing = false, dirty = true, selected = null, speed = 1.0, loop = true;
   const el = (id) => document.getElementById(id);
   const scrub = el("scrub"), clock = el("clock"), info = el("info");
   scrub.max = nf - 1;
@@ -110,6 +110,8 @@
     }
     boxes.instanceMatrix.needsUpdate = true;  // (not culled: no bounding sphere to recompute per frame)
     let nl = 0, nball = 0;
+    ballOwner.length = 0;
+    lineOwner.length = 0;
     const one = new T.Quaternion(), ball = new T.Vector3(ballR, ballR, ballR);
     for (let c = 0; c < nc; c++) {
       const a = META.connectors.ends[2 * c], b = META.connectors.ends[2 * c + 1];
@@ -118,23 +120,25 @@
         carried(b, META.connectors.arms, 6 * c + 3, W2);
         W.toArray(linePos, 6 * nl);
         W2.toArray(linePos, 6 * nl + 3);
-        nl++;
+        lineOwner[nl++] = ["connector", c];
       } else {
         carried(b, META.connectors.arms, 6 * c + 3, W);
         M.compose(W, one, ball);
+        ballOwner[nball] = ["connector", c];
         balls.setMatrixAt(nball++, M);
       }
     }
     for (let j = 0; j < nj; j++) {
       carried(META.joints.ends[2 * j + 1], META.joints.arms, 6 * j + 3, W);
       M.compose(W, one, ball);
+      ballOwner[nball] = ["joint", j];
       balls.setMatrixAt(nball++, M);
       if (META.joints.axis[j]) {
         turned(META.joints.ends[2 * j], META.joints.axes, 3 * j, W2);
         W2.multiplyScalar(0.06 * size);
         W.clone().sub(W2).toArray(linePos, 6 * nl);
         W.clone().add(W2).toArray(linePos, 6 * nl + 3);
-        nl++;
+        lineOwner[nl++] = ["joint", j];
       }
     }
     lineGeo.setDrawRange(0, 2 * nl);
@@ -144,14 +148,28 @@
     scrub.value = frame;
     clock.textContent = `t = ${D.time[frame].toFixed(4)} s   frame ${frame + 1} / ${nf}`;
     if (plot) plot.setCursor({ left: plot.valToPos(D.time[frame], "x"), top: 0 });
-    if (selected >= 0) show(selected);
+    if (selected !== null) show(selected);
     dirty = true;
   }
 
-  function show(i) {
-    const k = 3 * (frame * nb + i);
-    info.innerHTML = `<b>${META.bodies.names[i]}</b> (body)<br>position ${fmt(vec(D.position, k))} m` +
-      `<br>velocity ${fmt(vec(D.velocity, k))} m/s<br>angular velocity ${fmt(vec(D.angular_velocity, k))} rad/s`;
+  const ballOwner = [], lineOwner = [];  // what each marker and line drawn belongs to: [kind, index]
+  function nameOf(sel) {
+    return sel[0] === "body" ? META.bodies.names[sel[1]] : sel[0] === "joint" ? META.joints.names[sel[1]]
+      : META.connectors.names[sel[1]];
+  }
+  function show(sel) {
+    const [what, i] = sel;
+    if (what === "body") {
+      const k = 3 * (frame * nb + i);
+      info.innerHTML = `<b>${META.bodies.names[i]}</b> (body)<br>position ${fmt(vec(D.position, k))} m` +
+        `<br>velocity ${fmt(vec(D.velocity, k))} m/s<br>angular velocity ${fmt(vec(D.angular_velocity, k))} rad/s`;
+    } else if (what === "joint") {
+      info.innerHTML = `<b>${META.joints.names[i]}</b> (joint)<br>reaction |force| on A ` +
+        `${D["joint_force_" + i][frame].toPrecision(4)} N`;
+    } else {
+      info.innerHTML = `<b>${META.connectors.names[i]}</b> (${META.connectors.types[i]})<br>|force| on A ` +
+        `${D["connector_force_" + i][frame].toPrecision(4)} N`;
+    }
   }
 
   scrub.oninput = () => { playing = false; el("play").textContent = "Play"; setFrame(+scrub.value); };
@@ -188,8 +206,15 @@
     const r = renderer.domElement.getBoundingClientRect();
     mouse.set(((e.clientX - r.left) / r.width) * 2 - 1, -((e.clientY - r.top) / r.height) * 2 + 1);
     ray.setFromCamera(mouse, camera);
-    const hit = ray.intersectObject(boxes);
-    if (hit.length) { selected = hit[0].instanceId; show(selected); window.VIEWER.picked = META.bodies.names[selected]; }
+    ray.params.Line.threshold = 0.01 * size;
+    const hit = ray.intersectObjects([boxes, balls, lines], false)[0];
+    if (!hit) return;
+    if (hit.object === boxes) selected = ["body", hit.instanceId];
+    else if (hit.object === balls) selected = ballOwner[hit.instanceId];
+    else selected = lineOwner[Math.floor(hit.index / 2)];
+    if (!selected) { selected = null; return; }
+    show(selected);
+    window.VIEWER.picked = nameOf(selected);
   });
   controls.addEventListener("change", () => { dirty = true; });
   window.addEventListener("resize", () => {
@@ -230,6 +255,11 @@
     screen(i) { const r = renderer.domElement.getBoundingClientRect(); const v = new T.Vector3().fromArray(D.position, 3 * (frame * nb + i)).project(camera);
       return [r.left + (v.x + 1) / 2 * r.width, r.top + (1 - v.y) / 2 * r.height]; },
     plotCursor() { return plot ? plot.cursor.left : null; },
+    // the screen position of joint j's ball (its point on B), in CSS pixels
+    jointScreen(j) { const r = renderer.domElement.getBoundingClientRect();
+      const v = carried(META.joints.ends[2 * j + 1], META.joints.arms, 6 * j + 3, new T.Vector3()).project(camera);
+      return [r.left + (v.x + 1) / 2 * r.width, r.top + (1 - v.y) / 2 * r.height]; },
+    joints: META.joints.names,
     // the line segments drawn at the frame shown (connectors with points in order, then joints' axes)
     segments() { return Array.from(linePos.slice(0, 3 * lineGeo.drawRange.count)); },
     plotX(t) { return plot ? plot.valToPos(t, "x") : null; },
