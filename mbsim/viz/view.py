@@ -122,6 +122,7 @@ def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
                        "points": [bool(b) and d in ("coil", "dashpot", "line")
                                   for b, d in zip(cg.has_points, geo.connector_traits(traj["connectors/type"])[0])]
                        if nc else [],
+                       "draw": list(geo.connector_traits(traj["connectors/type"])[0]) if nc else [],
                        "ends": np.column_stack((cg.body_a, cg.body_b)).ravel().tolist() if nc else [],
                        "arms": c_arms.ravel().tolist()},
         "joints": {"names": [str(n) for n in traj.get("joints/name", ())],

@@ -57,13 +57,15 @@
 
   // connectors: line segments between their two points, per frame
   const lineGeo = new T.BufferGeometry();
-  const linePos = new Float32Array(6 * Math.max(nc + nj, 1));
+  const TURNS = 8, SAMPLES = 12, LEAD = 0.12, COIL = TURNS * SAMPLES + 2;  // a spring's coil: segments
+  const coils = META.connectors.draw.filter((d) => d === "coil").length;
+  const linePos = new Float32Array(6 * Math.max(nc + nj + coils * COIL, 1));
   lineGeo.setAttribute("position", new T.BufferAttribute(linePos, 3));
   const lines = new T.LineSegments(lineGeo, new T.LineBasicMaterial({ color: 0xc0392b }));
   lines.frustumCulled = false;
   scene.add(lines);
   // joints: balls at their points
-  const ballR = 0.008 * size;
+  const ballR = 0.008 * size, coilR = 0.012 * size;
   const balls = new T.InstancedMesh(new T.SphereGeometry(1, 12, 8), new T.MeshStandardMaterial({ color: 0x2c3e50 }),
     Math.max(nj + nc, 1));
   balls.instanceMatrix.setUsage(T.DynamicDrawUsage);
@@ -86,6 +88,37 @@
       out.applyQuaternion(Qc.set(D.orientation[o + 1], D.orientation[o + 2], D.orientation[o + 3], D.orientation[o]));
     }
     return out;
+  }
+  // a helical spring from p to q (as mbsim animate draws one): straight leads, TURNS turns between whose
+  // radius fades to 0 at their ends; its segments from line nl on, each owned by ``owner``
+  const Cu = new T.Vector3(), Ce1 = new T.Vector3(), Ce2 = new T.Vector3(), Ca = new T.Vector3(), Cb = new T.Vector3();
+  function coil(p, q, nl, owner) {
+    Cu.subVectors(q, p);
+    const L = Cu.length();
+    if (!(L > 1e-12)) { p.toArray(linePos, 6 * nl); q.toArray(linePos, 6 * nl + 3); lineOwner[nl] = owner; return nl + 1; }
+    const d = Cu.clone();
+    Cu.divideScalar(L);
+    const ax = Math.abs(Cu.x) <= Math.abs(Cu.y) && Math.abs(Cu.x) <= Math.abs(Cu.z) ? new T.Vector3(1, 0, 0)
+      : Math.abs(Cu.y) <= Math.abs(Cu.z) ? new T.Vector3(0, 1, 0) : new T.Vector3(0, 0, 1);
+    Ce1.crossVectors(Cu, ax).normalize();
+    Ce2.crossVectors(Cu, Ce1);
+    const r = coilR;
+    Ca.copy(p);
+    const n = TURNS * SAMPLES;
+    for (let m = 0; m <= n + 1; m++) {
+      if (m <= n) {
+        const s = m / n, phi = 2 * Math.PI * TURNS * s, rad = r * Math.pow(Math.sin(Math.PI * s), 0.25);
+        Cb.copy(p).addScaledVector(d, LEAD + (1 - 2 * LEAD) * s)
+          .addScaledVector(Ce1, rad * Math.cos(phi)).addScaledVector(Ce2, rad * Math.sin(phi));
+      } else {
+        Cb.copy(q);
+      }
+      Ca.toArray(linePos, 6 * nl);
+      Cb.toArray(linePos, 6 * nl + 3);
+      lineOwner[nl++] = owner;
+      Ca.copy(Cb);
+    }
+    return nl;
   }
   function carried(i, arms, k, out) {
     turned(i, arms, k, out);
@@ -118,9 +151,13 @@
       if (META.connectors.points[c]) {
         carried(a, META.connectors.arms, 6 * c, W);
         carried(b, META.connectors.arms, 6 * c + 3, W2);
-        W.toArray(linePos, 6 * nl);
-        W2.toArray(linePos, 6 * nl + 3);
-        lineOwner[nl++] = ["connector", c];
+        if (META.connectors.draw[c] === "coil") {
+          nl = coil(W, W2, nl, ["connector", c]);
+        } else {
+          W.toArray(linePos, 6 * nl);
+          W2.toArray(linePos, 6 * nl + 3);
+          lineOwner[nl++] = ["connector", c];
+        }
       } else {
         carried(b, META.connectors.arms, 6 * c + 3, W);
         M.compose(W, one, ball);
@@ -262,6 +299,12 @@
     joints: META.joints.names,
     // the line segments drawn at the frame shown (connectors with points in order, then joints' axes)
     segments() { return Array.from(linePos.slice(0, 3 * lineGeo.drawRange.count)); },
+    // the two points connector c is drawn between at the frame shown
+    connectorEnds(c) {
+      const a = carried(META.connectors.ends[2 * c], META.connectors.arms, 6 * c, new T.Vector3());
+      const b = carried(META.connectors.ends[2 * c + 1], META.connectors.arms, 6 * c + 3, new T.Vector3());
+      return [a.toArray(), b.toArray()];
+    },
     plotX(t) { return plot ? plot.valToPos(t, "x") : null; },
   };
   // live (a run being computed: mbsim run --view): blocks of frames as server-sent events, appended; the
