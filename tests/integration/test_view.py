@@ -245,3 +245,28 @@ def test_a_mode_is_shown_as_one_period_of_its_shape(browser, tmp_path):
         np.testing.assert_allclose(q, motion.traj["bodies/orientation"][k, i], atol=1e-6)
     page.close()
     assert main(["view", str(REPO / "scenarios" / "pendulum.yaml"), "--mode", "1", "--html", str(out)]) == 2
+
+
+def test_the_readme_screenshot(browser, tmp_path):
+    """The picture of README.md and docs/viewer.md (docs/viewer.png), taken here: the 3D double pendulum at
+    t = 1.2 s, its upper body clicked, the kinetic energy plotted.  ``MBSIM_VIEW_SCREENSHOT=docs/viewer.png
+    pytest tests/integration/test_view.py -k screenshot -p no:xdist`` writes it there."""
+    res = tmp_path / "dp.h5"
+    assert main(["run", str(REPO / "scenarios" / "double_pendulum_3d.yaml"), "-o", str(res), "--quiet"]) == 0
+    html = tmp_path / "dp.html"
+    assert main(["view", str(res), "--html", str(html), "--quiet"]) == 0
+    page = browser.new_page(viewport={"width": 1200, "height": 700}, bypass_csp=True)
+    page.goto(html.as_uri())
+    page.wait_for_function("window.VIEWER && window.VIEWER.ready && window.VIEWER.rendered > 0", timeout=30000)
+    page.select_option("#channel", "0")
+    page.evaluate("VIEWER.setFrame(120)")
+    x, y = page.evaluate("VIEWER.screen(0)")
+    page.mouse.click(x, y)
+    page.wait_for_function("VIEWER.picked === 'upper'", timeout=5000)
+    out = os.environ.get("MBSIM_VIEW_SCREENSHOT") or str(tmp_path / "viewer.png")
+    page.wait_for_timeout(200)
+    page.screenshot(path=out)
+    from PIL import Image
+    img = np.asarray(Image.open(out).convert("RGB"), dtype=float)
+    assert img.shape == (700, 1200, 3) and img.std() > 5.0
+    page.close()
