@@ -183,10 +183,9 @@ def _stop(q, qd, lo, up, k, c):
 
 @njit(cache=True)
 def _addv(dy, e, k, A):
-    """dy[e, rate block k] += A (block (r, c) of ∂p/∂(ḋ, ω_A, ω_B) at DV + 9 (3r + c))."""
-    o = DV + 9 * k
-    for i in range(9):
-        dy[e, o + i] += A[i]
+    """dy[e, rate block k] += A (block (r, c) of ∂p/∂(ḋ, ω_A, ω_B) at DV + 9 (3r + c): the blocks after
+    the nine of ∂p/∂(d, θ_A, θ_B))."""
+    _add(dy, e, (DV - DQ) // 9 + k, A)
 
 
 @njit(cache=True)

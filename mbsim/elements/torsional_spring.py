@@ -107,7 +107,6 @@ class TorsionalSpringAxis(ElementKind):
 
     type = "torsional_spring_axis"
     variant_of = "torsional_spring"
-    keys = ()
     fields = AXIS_FIELDS
     axes = (("NA", "A"), ("UA", "A"), ("WA", "A"), ("NB", "B"), ("UB", "B"), ("WB", "B"))
     blocks = ("aa", "ab", "ba", "bb", "aA", "aB", "bA", "bB")
@@ -125,9 +124,6 @@ class TorsionalSpringAxis(ElementKind):
     def remembers_in(cls, specs) -> bool:
         return True
 
-    @staticmethod
-    def read(r, m) -> dict:  # pragma: no cover - read as a torsional spring (TorsionalSpring.read)
-        raise NotImplementedError
 
     @staticmethod
     def pack(specs, ia, ib, r0, R0) -> dict:

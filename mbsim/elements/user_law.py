@@ -331,7 +331,6 @@ class SpringLaw(ElementKind):
 
     type = "spring_law"
     variant_of = "spring"
-    keys = ()
     fields = FIELDS
     points = ("ZA", "ZB")
     blocks = ("dd", "dv")
@@ -359,9 +358,6 @@ class SpringLaw(ElementKind):
         return (f"(a user law) gave a value that is not finite at length {L:.9g} m, rate {Ld:.9g} m/s: "
                 f"tension {T:g}, dT/dlength {TL:g}, dT/drate {Tv:g}")
 
-    @staticmethod
-    def read(r, m) -> dict:  # pragma: no cover - read as a spring (Spring.read)
-        raise NotImplementedError
 
     @staticmethod
     def pack(specs, ia, ib, r0, R0) -> dict:

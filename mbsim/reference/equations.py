@@ -528,6 +528,7 @@ class EquationsOfMotion:
                 out[3:, 3:] = (rotational or 0.0) * np.eye(3)
                 return out
             self._bush_k = np.array([six(c, "bushing_stiffness", c.stiffness) for c in bs], dtype=float)
+            self._bush_k_anti = 0.5 * (self._bush_k - self._bush_k.swapaxes(-1, -2))  # a circulatory part
             self._bush_c = np.array([six(c, "bushing_damping", c.damping) for c in bs], dtype=float)
             self._bush_p = np.array([c.params["preload"] if c.type == "bushing" else np.zeros(6) for c in bs],
                                     dtype=float)
@@ -771,8 +772,7 @@ class EquationsOfMotion:
         moment_b = np.einsum("nij,nj->ni", E, np.einsum("nij,nj->ni", jl_inv_t, g[:, 3:]))
         power = float(np.sum(rate * np.einsum("nij,nj->ni", self._bush_c, rate)))
         # a non-symmetric K: its antisymmetric part's power on the bodies, −(K_a δ)·δ̇, is external work
-        k_anti = 0.5 * (self._bush_k - self._bush_k.swapaxes(-1, -2))
-        worked = -float(np.sum(np.einsum("nij,nj->ni", k_anti, delta) * rate))
+        worked = -float(np.sum(np.einsum("nij,nj->ni", self._bush_k_anti, delta) * rate))
         return -on_b, -moment_b + cross(on_b, d), -moment_b, power, worked
 
     def _bushing_energy(self, kin) -> float:
