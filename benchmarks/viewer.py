@@ -9,7 +9,9 @@ drawn per second while playing (each a new pose of every body).
 
 Usage::
 
-    python benchmarks/viewer.py [--n 10 100 1000] [--seconds 3]
+    python benchmarks/viewer.py [--n 10 100 1000] [--steps 1000] [--seconds 3]
+
+A page holds at most ``mbsim.viz.view.PAGE_BYTES`` of frames: "in page" is how many it shows.
 """
 from __future__ import annotations
 
@@ -37,6 +39,7 @@ def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--n", type=int, nargs="+", default=[10, 100, 1000])
     ap.add_argument("--seconds", type=float, default=3.0)
+    ap.add_argument("--steps", type=int, default=1000, help="steps of each run, a frame at each (default 1000)")
     args = ap.parse_args(argv)
     from playwright.sync_api import sync_playwright
     chromium = shutil.which("chromium") or shutil.which("chromium-browser")
@@ -44,12 +47,12 @@ def main(argv=None) -> int:
         print("no chromium: apt-get install chromium")
         return 2
     work = Path(tempfile.mkdtemp())
-    print(f"{'bodies':>7} {'frames':>7} {'page MB':>8} {'make s':>7} {'first draw s':>13} {'frames/s playing':>17}")
+    print(f"{'bodies':>7} {'frames':>7} {'in page':>8} {'page MB':>8} {'make s':>7} {'first draw s':>13} {'frames/s playing':>17}")
     with sync_playwright() as p:
         browser = p.chromium.launch(executable_path=chromium,
                                     args=["--enable-unsafe-swiftshader", "--use-angle=swiftshader"])
         for n in args.n:
-            d = chain_dict(n, 1000)
+            d = chain_dict(n, args.steps)
             d["output"] = {"interval": d["time"]["step"]}
             out = work / f"chain{n}.h5"
             mbsim.simulate(d, output=out, overwrite=True).raise_for_status()
@@ -70,9 +73,10 @@ def main(argv=None) -> int:
             t0 = time.perf_counter()
             tab.wait_for_timeout(1000 * args.seconds)
             drawn = tab.evaluate("VIEWER.rendered") - before
+            shown = tab.evaluate("VIEWER.nframes")
             fps = drawn / (time.perf_counter() - t0)
             tab.close()
-            print(f"{n:>7} {len(traj['time']):>7} {len(html.encode()) / 1e6:>8.2f} {make:>7.2f} {first:>13.2f} {fps:>17.1f}")
+            print(f"{n:>7} {len(traj['time']):>7} {shown:>8} {len(html.encode()) / 1e6:>8.2f} {make:>7.2f} {first:>13.2f} {fps:>17.1f}")
         browser.close()
     shutil.rmtree(work, ignore_errors=True)
     return 0

@@ -264,10 +264,12 @@ class ResumeError(Exception):
 
 
 def _existing_reason(path: str) -> str:
-    from .io.reader import result_status
+    from .io.reader import being_written, result_status
     if os.path.isdir(path):
         return "it is a directory; give a file name such as DIR/result.h5"
     status = result_status(path)
+    if status == "running" and being_written(path):
+        return "a run is writing it now (`mbsim view` follows it); wait for it to end, or -o another path"
     if status == "completed":
         return "it holds a completed run; use --overwrite to replace it, or -o another path"
     if status in ("interrupted", "running"):

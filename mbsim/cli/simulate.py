@@ -120,7 +120,7 @@ def _cmd_run(args) -> int:
     if args.view:
         from ..viz import view
         from .visual import start_server
-        live = view.Live(sc)
+        live = view.Live(sc, every=view.every_of_run(sc, args.end))
         started = start_server(lambda port: view.serve_live(live, port), args,
                                "mbsim view (live): {url} (this machine only)")
         if started is None:

@@ -148,8 +148,9 @@ def register(sub, common, fmt) -> None:
                                    "extra package (docs/viewer.md).")
     v.add_argument("result", metavar="RESULT", help="result file (.h5)")
     v.add_argument("--html", metavar="OUT", help="write the page to OUT (.html) and serve nothing")
-    v.add_argument("--every", type=_positive_int, default=1, metavar="N",
-                   help="use every N-th stored frame, and always the last (default 1: all)")
+    v.add_argument("--every", type=_positive_int, default=None, metavar="N",
+                   help="use every N-th stored frame, and always the last (default: all of them, or as few "
+                        "as keep the page's frames within 128 MiB)")
     v.add_argument("--port", type=int, default=0, metavar="N",
                    help="serve on port N of 127.0.0.1 (default: a free one)")
     v.add_argument("--no-browser", action="store_true", help="only print the URL; do not open a browser")
@@ -356,6 +357,7 @@ def _cmd_view(args) -> int:
     traj = load(args.result, quiet=args.quiet)
     if traj is None:
         return EXIT_INVALID
+    from ..io.reader import being_written
     from ..viz import view
     title = traj["attrs"].get("scenario_name") or None
     if args.mode is None and args.amplitude is not None:
@@ -369,7 +371,13 @@ def _cmd_view(args) -> int:
         period = 1.0 / f if f > 0 and not modes["rigid_body"][args.mode - 1] else 1.0
         traj = dict(motion.traj, time=motion.phases / (2.0 * np.pi) * period)
         title = motion.title
-    html = view.page(traj, every=args.every, title=title)
+    every = args.every if args.every is not None else view.every_of(traj)
+    if args.every is None and every > 1 and not args.quiet:
+        print(f"mbsim view: showing every {every}th of the {len(traj['time'])} frames (and the last), to keep "
+              f"the page within {view.PAGE_BYTES // 1024**2} MiB; --every N chooses", flush=True)
+    if args.mode is None and not args.html and traj["attrs"].get("status") == "running" and being_written(args.result):
+        return _follow(args, traj, every)
+    html = view.page(traj, every=every, title=title)
     if args.html:
         if not check_html(args.html) or not make_parent(args.html):
             return EXIT_INVALID
@@ -383,6 +391,33 @@ def _cmd_view(args) -> int:
     if started is None:
         return EXIT_INVALID
     serve_until_interrupted(started[0])
+    return EXIT_OK
+
+
+def _follow(args, traj, every: int) -> int:
+    """``mbsim view`` of a file a run is writing: a live page that follows it (view.Follow)."""
+    from ..viz import geometry as geo
+    from ..viz import view
+    sc = geo.scenario_of(traj)
+    if sc is None:
+        _err(f"{args.result}: its /scenario cannot be read: cannot follow it")
+        return EXIT_INVALID
+    # (decimated for the frames the scenario's run stores: a run to another --end is not in the file)
+    live = view.Live(sc, every=every if args.every is not None else view.every_of_run(sc))
+    start = {k: np.asarray(v) for k, v in traj.items() if k in view.Follow.sent_keys(traj)}
+    n = min(len(v) for v in start.values())
+    if n == 0:
+        _err(f"{args.result}: the run writing it has flushed no frame yet; try again in a moment")
+        return EXIT_INVALID
+    follow = view.Follow(args.result, live, {k: v[:n] for k, v in start.items()})
+    started = start_server(lambda port: view.serve_live(live, port), args,
+                           f"mbsim view: {args.result}, being written, followed at {{url}} "
+                           f"(this machine only; Ctrl-C to stop)")
+    if started is None:
+        follow.stop.set()
+        return EXIT_INVALID
+    serve_until_interrupted(started[0])
+    follow.stop.set()
     return EXIT_OK
 
 

@@ -42,12 +42,24 @@ _READ_ERRORS = (OSError, RuntimeError, KeyError, ValueError, TypeError, UnicodeD
 _NAMES = ("name", "type", "body_a", "body_b")  # the string datasets of /connectors and /joints
 
 
+def _being_written(exc) -> bool:
+    """Whether opening failed because another process holds the file's write lock (a run writing it)."""
+    return isinstance(exc, OSError) and "lock" in str(exc)
+
+
 def _open(path):
-    """The open file, checked by :func:`_check` (every problem a :class:`ResultFileError`)."""
+    """The open file, checked by :func:`_check` (every problem a :class:`ResultFileError`).  A file that a
+    run is still writing (its process holds HDF5's lock) is opened without the lock, as it stands at its
+    last flush: a snapshot that may, rarely, catch a block half flushed (:func:`read_frames`)."""
     try:
         f = h5py.File(path, "r")
     except _READ_ERRORS as exc:
-        raise ResultFileError(f"{path}: cannot open as HDF5 ({exc})") from None
+        if not _being_written(exc):
+            raise ResultFileError(f"{path}: cannot open as HDF5 ({exc})") from None
+        try:
+            f = h5py.File(path, "r", locking=False)
+        except _READ_ERRORS as exc2:
+            raise ResultFileError(f"{path}: cannot open as HDF5 while it is being written ({exc2})") from None
     try:
         fmt = _typed("format", f.attrs.get("format"))
         if fmt != FORMAT:
@@ -162,6 +174,21 @@ def _guarded(path, fn, *args):
         raise
     except _READ_ERRORS as exc:
         raise ResultFileError(f"{path}: damaged: {type(exc).__name__}: {exc}") from None
+
+
+def read_frames(path, start: int = 0) -> tuple[dict, dict]:
+    """The root attributes and the per-frame datasets of OUTPUT.md from frame ``start`` to the last frame
+    that every one of them holds, of a result that may still be being written (see :func:`_open`): for a
+    reader that follows a run (``mbsim view``).  A run writes whole blocks and flushes them, and this
+    reads between its flushes; the caller checks what it got (times increasing) and reads the file again
+    once the run is over to be sure."""
+    with _open(path) as f:
+        def read():
+            n = _common_length(f, path) or 0
+            return _root_attributes(f)[0], {k: f[k][start:n] for k in _PER_FRAME if k in f}
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore", UnequalLengthsWarning)  # (a block being flushed: read what all hold)
+            return _guarded(path, read)
 
 
 def _read_all(f, path, common_length) -> dict:
@@ -484,14 +511,21 @@ def mode_table(modes: dict, bodies: list) -> list:
     return out
 
 
+def being_written(path) -> bool:
+    """Whether a process holds ``path`` open for writing (HDF5's lock: a run writing its result)."""
+    try:
+        h5py.File(path, "r").close()
+    except _READ_ERRORS as exc:
+        return _being_written(exc)
+    return False
+
+
 def result_status(path) -> Optional[str]:
     """``status`` of an existing mbsim result, or None when ``path`` is not one (or unreadable)."""
     try:
-        with h5py.File(path, "r") as f:
-            if _typed("format", f.attrs.get("format")) != FORMAT:
-                return None
+        with _open(path) as f:
             return _typed("status", f.attrs.get("status"))
-    except (OSError, ValueError):
+    except ResultFileError:
         return None
 
 

@@ -5,7 +5,8 @@ libraries it bundles (``web/vendor.min.js``: three.js and uPlot, built from pinn
 ``web/npm/build.sh`` and committed, so that nothing is fetched at run time), the scene's description as
 JSON and the frames as gzip-compressed float32 arrays in base64, all inline: no request leaves the page
 (its Content-Security-Policy forbids any).  :func:`serve` serves that page -- and nothing else -- on the
-loopback interface.
+loopback interface; :class:`Live` and :func:`serve_live` a run as it computes, :class:`Follow` a file
+another process is writing.  A page holds at most :data:`PAGE_BYTES` of frames (decimated beyond).
 """
 from __future__ import annotations
 
@@ -52,6 +53,12 @@ def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
     idx = geo.frame_indices(traj, every, include_last=True)
     names = [str(n) for n in traj["bodies/name"]]
     fixed = np.asarray(traj["bodies/fixed"], dtype=bool)
+    # the frames shown only, from here on (the geometry of every stored frame would cost a long run dearly)
+    from ..io.writer import frame_datasets
+    T = geo.frame_count(traj)
+    traj = {k: (np.asarray(v)[idx] if k in frame_datasets(1) and np.ndim(v) and len(v) >= T else v)
+            for k, v in traj.items()}
+    idx = np.arange(len(idx))
     pos, R = geo.body_poses(traj)  # (T, B+1, 3), world last
     edges, axes = geo.box_shapes(traj, sc)
     cg, jg = geo.connector_geometry(traj, sc), geo.joint_geometry(traj, sc)
@@ -101,16 +108,13 @@ def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
     for i, n in enumerate(names):
         if not fixed[i]:
             channels += [{"label": f"{n} {a} [m]", "body": i, "axis": k} for k, a in enumerate("xyz")]
-    if nc:
-        F = np.linalg.norm(np.asarray(traj["connectors/force"], dtype=float)[idx], axis=2)
-        for c, n in enumerate(traj["connectors/name"]):
-            data[f"connector_force_{c}"] = F[:, c]
-            channels.append({"label": f"{n} |force| [N]", "data": f"connector_force_{c}"})
-    if nj:
-        F = np.linalg.norm(np.asarray(traj["joints/force"], dtype=float)[idx], axis=2)
-        for j, n in enumerate(traj["joints/name"]):
-            data[f"joint_force_{j}"] = F[:, j]
-            channels.append({"label": f"{n} reaction |force| [N]", "data": f"joint_force_{j}"})
+    # the forces and moments on body A (world axes): shown on a click, drawn as an arrow, plotted as |·|
+    for group, n, label in (("connectors", nc, "|force| [N]"), ("joints", nj, "reaction |force| [N]")):
+        if n:
+            for what in ("force", "moment"):
+                data[f"{group}_{what}"] = np.asarray(traj[f"{group}/{what}"], dtype=float)[idx]
+            for i, name in enumerate(traj[f"{group}/name"]):
+                channels.append({"label": f"{name} {label}", "vec": f"{group}_force", "index": i})
     finite_lo = lo if np.all(np.isfinite(lo)) else np.zeros(3)
     meta = {
         "size": size, "centre": ((lo + hi) / 2).tolist(), "ground": float(finite_lo[2]),
@@ -126,6 +130,7 @@ def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
                        "ends": np.column_stack((cg.body_a, cg.body_b)).ravel().tolist() if nc else [],
                        "arms": c_arms.ravel().tolist()},
         "joints": {"names": [str(n) for n in traj.get("joints/name", ())],
+                   "types": [str(t) for t in traj.get("joints/type", ())],
                    "axis": [bool(np.all(np.isfinite(jg.axis[0, j]))) for j in range(nj)],
                    "ends": np.column_stack((jg.body_a, jg.body_b)).ravel().tolist() if nj else [],
                    "arms": j_arms.ravel().tolist(), "axes": j_axis.ravel().tolist()},
@@ -149,20 +154,48 @@ def static_of(sc) -> dict:
     return out
 
 
-class Live:
-    """The frames of a run as they are computed (``mbsim.driver.run(on_frames=live.observe)``), for pages
-    served by :func:`serve_live`: the first block (the initial frame) makes the page, every block after it
-    is sent to each page as a server-sent event, and :meth:`finish` ends the stream with the run's outcome."""
+# the frames' data a page holds at most (float32, decoded): beyond it frames are decimated (every n-th and
+# the last), so that a long or large result never puts the whole file in the page
+PAGE_BYTES = 128 * 1024**2
 
-    def __init__(self, sc):
+
+def frame_floats(bodies: int, connectors: int, joints: int) -> int:
+    """The float32 values one frame puts in the page (:func:`scene`'s arrays)."""
+    return 1 + 4 + 13 * bodies + 6 * connectors + 6 * joints
+
+
+def every_for(frames: int, bodies: int, connectors: int, joints: int, budget: int = PAGE_BYTES) -> int:
+    """The smallest decimation that keeps ``frames`` frames' data in a page within ``budget`` bytes."""
+    return max(1, -(-int(frames) * 4 * frame_floats(bodies, connectors, joints) // int(budget)))
+
+
+def every_of_run(sc, end: Optional[float] = None) -> int:
+    """:func:`every_for` the frames a run of ``sc`` (to ``end``) will store (for a live page)."""
+    from ..resources import estimate
+    frames = min(estimate(sc, end).frames, 2**53)
+    return every_for(frames, len(sc.bodies), len(sc.connectors), len(sc.joints))
+
+
+class Live:
+    """The frames of a run as they are computed (``mbsim.driver.run(on_frames=live.observe)``) or read from
+    a file being written (:class:`Follow`), for pages served by :func:`serve_live`: the first block (the
+    initial frame) makes the page, every block after it is sent to each page as a server-sent event, and
+    :meth:`finish` ends the stream with the run's outcome.  Every ``every``-th frame is kept (and the last,
+    at the end): what a page holds stays within :data:`PAGE_BYTES` however long the run."""
+
+    def __init__(self, sc, every: int = 1):
         import queue
         self.sc = sc
         self.static = static_of(sc)
+        self.every = max(1, int(every))
         self.meta = None
         self.first = None  # the first block's packed arrays (in the page itself)
         self.blocks: list = []  # the later blocks, packed, as JSON texts
         self.done: Optional[str] = None
+        self.reload = False  # the pages are to load again (what they were sent was replaced: Follow)
         self.cond = threading.Condition()
+        self._seen = 0  # frames observed
+        self._tail = None  # the last frame observed, when the decimation did not keep it
         self._todo: "queue.Queue" = queue.Queue()  # blocks to pack, in order (None: the end)
         threading.Thread(target=self._pack_blocks, daemon=True, name="mbsim-view-pack").start()
 
@@ -171,26 +204,53 @@ class Live:
         time loop goes on at once."""
         self._todo.put(frames)
 
+    def _keep(self, frames: dict) -> Optional[dict]:
+        """The frames of a block the decimation keeps (None: none), remembering the block's last frame."""
+        m = len(frames["time"])
+        if m == 0:
+            return None
+        idx = np.flatnonzero((self._seen + np.arange(m)) % self.every == 0)
+        last = m - 1
+        self._tail = None if (self._seen + last) % self.every == 0 else {k: v[last:] for k, v in frames.items()}
+        self._seen += m
+        return {k: v[idx] for k, v in frames.items()} if len(idx) else None
+
+    def _add(self, frames: dict) -> None:
+        meta, data = scene(dict(self.static, **frames), sc=self.sc)
+        packed = {k: _pack(v) for k, v in data.items()}
+        with self.cond:
+            if self.meta is None:
+                self.meta, self.first = dict(meta, live=True), packed
+            else:
+                self.blocks.append(json.dumps(packed, separators=(",", ":")))
+            self.cond.notify_all()
+
     def _pack_blocks(self) -> None:
         while True:
             frames = self._todo.get()
             if frames is None or isinstance(frames, str):
+                if self._tail is not None:
+                    self._add(self._tail)  # the last frame, always
                 with self.cond:
                     self.done = "not run" if frames is None else frames
                     self.cond.notify_all()
                 return
-            meta, data = scene(dict(self.static, **frames), sc=self.sc)
-            packed = {k: _pack(v) for k, v in data.items()}
-            with self.cond:
-                if self.meta is None:
-                    self.meta, self.first = dict(meta, live=True), packed
-                else:
-                    self.blocks.append(json.dumps(packed, separators=(",", ":")))
-                self.cond.notify_all()
+            kept = self._keep(frames)
+            if kept is not None:
+                self._add(kept)
 
     def finish(self, outcome: str) -> None:
         """The run is over (``outcome`` says how): after the blocks still being packed, the pages are told."""
         self._todo.put(str(outcome))
+
+    def replace(self, traj: dict, outcome: str) -> None:
+        """Make the pages anew from a whole trajectory (the file once its run is over, when what was sent
+        while it was written differs from it) and end the stream with ``outcome``: the pages load again."""
+        meta, data = scene(traj, self.every, sc=self.sc)
+        with self.cond:
+            self.meta, self.first = dict(meta, live=True), {k: _pack(v) for k, v in data.items()}
+            self.blocks, self.reload, self.done = [], True, str(outcome)
+            self.cond.notify_all()
 
     def page(self, timeout: float = 600.0) -> str:
         with self.cond:
@@ -201,12 +261,16 @@ class Live:
 
     def stream(self, write) -> None:
         """Write the blocks as server-sent events (``data: …``), waiting for new ones, then the outcome
-        (``event: end``); returns when the run is over and everything is sent, or the page went away."""
+        (``event: end``, or ``event: reload`` when the pages are to load again); returns when the run is
+        over and everything is sent, or the page went away."""
         k = 0
         while True:
             with self.cond:
                 self.cond.wait_for(lambda: len(self.blocks) > k or self.done is not None, 5.0)
-                new, done = self.blocks[k:], self.done
+                new, done, reload = self.blocks[k:], self.done, self.reload
+            if reload:
+                write(f"event: reload\ndata: {json.dumps(done)}\n\n".encode())
+                return
             k += len(new)
             for text in new:
                 write(f"data: {text}\n\n".encode())
@@ -217,14 +281,91 @@ class Live:
                 return
 
 
+class Follow:
+    """Follows a result file that a run in another process is writing: reads the frames it has flushed
+    every ``poll`` seconds and hands them to ``live`` (:class:`Live`), until the file's ``status`` is no
+    longer ``running`` and its writer has closed it.  A read between the writer's flushes could, rarely,
+    catch a block half written: a block is taken only when two reads agree and its times go on from the
+    last; and once the run is over the whole file is read again and compared with what was sent -- if
+    they differ, the pages are made anew from the file (:meth:`Live.replace`)."""
+
+    def __init__(self, path: str, live: Live, start: dict, poll: float = 0.5):
+        self.path, self.live, self.poll = str(path), live, float(poll)
+        self.sent = {"time": [np.asarray(start["time"])], "bodies/position": [np.asarray(start["bodies/position"])]}
+        self.frames = len(start["time"])
+        self.stop = threading.Event()
+        live.observe(start)
+        self.thread = threading.Thread(target=self._run, daemon=True, name="mbsim-view-follow")
+        self.thread.start()
+
+    def _read(self) -> tuple[dict, Optional[dict]]:
+        from ..io.reader import ResultFileError, read_frames
+        try:
+            attrs, a = read_frames(self.path, self.frames)
+            if len(a.get("time", ())) == 0:
+                return attrs, None
+            _, b = read_frames(self.path, self.frames)
+        except ResultFileError:
+            return {"status": "running"}, None  # (caught mid-flush: the next poll reads it again)
+        n = min(len(a["time"]), len(b.get("time", ())))
+        same = n > 0 and all(np.array_equal(a[k][:n], b[k][:n], equal_nan=True) for k in a)
+        t = a["time"][:n]
+        last = self.sent["time"][-1][-1] if self.frames else -np.inf
+        if not same or not (np.all(np.isfinite(t)) and t[0] > last and np.all(np.diff(t) > 0)):
+            return attrs, None
+        return attrs, {k: v[:n] for k, v in a.items() if not k.startswith("solver/")}
+
+    def _run(self) -> None:
+        from ..io.reader import being_written
+        while not self.stop.wait(self.poll):
+            attrs, new = self._read()
+            if new is not None:
+                self.sent["time"].append(new["time"])
+                self.sent["bodies/position"].append(new["bodies/position"])
+                self.frames += len(new["time"])
+                self.live.observe(new)
+            status = attrs.get("status", "running")
+            if status != "running" and not being_written(self.path):
+                self._end(status, str(attrs.get("message") or ""))
+                return
+
+    def _end(self, status: str, message: str) -> None:
+        """The run is over: the frames it left, checked against those sent (module docstring)."""
+        from ..io.reader import read_trajectory
+        outcome = message if message.startswith(status) else f"{status}: {message}" if message else status
+        traj = read_trajectory(self.path, common_length=True)
+        n = self.frames
+        sent_ok = len(traj["time"]) >= n and all(
+            np.array_equal(np.concatenate(v), np.asarray(traj[k][:n]), equal_nan=True) for k, v in self.sent.items())
+        if not sent_ok:
+            self.live.replace(traj, outcome)
+            return
+        rest = {k: np.asarray(traj[k][n:]) for k in self.sent_keys(traj)}
+        if len(rest["time"]):
+            self.live.observe(rest)
+        self.live.finish(outcome)
+
+    @staticmethod
+    def sent_keys(traj: dict) -> list:
+        from ..io.writer import frame_datasets
+        return [k for k in frame_datasets(1) if k in traj and not k.startswith("solver/")]
+
+
 def _json_inline(obj) -> str:
     """JSON safe inside a <script> element."""
     return json.dumps(obj, separators=(",", ":")).replace("</", "<\\/")
 
 
-def page(traj: dict, every: int = 1, title: Optional[str] = None) -> str:
-    """The self-contained viewer page of a trajectory (module docstring)."""
-    meta, data = scene(traj, every)
+def every_of(traj: dict) -> int:
+    """The decimation that keeps a trajectory's frames in a page within :data:`PAGE_BYTES`."""
+    return every_for(len(traj["time"]), len(traj["bodies/name"]), len(traj["connectors/name"]),
+                     len(traj.get("joints/name", ())))
+
+
+def page(traj: dict, every: Optional[int] = None, title: Optional[str] = None) -> str:
+    """The self-contained viewer page of a trajectory (module docstring), of every ``every``-th frame and
+    the last (default: :func:`every_of`)."""
+    meta, data = scene(traj, every_of(traj) if every is None else every)
     title = title or str(traj.get("attrs", {}).get("scenario_name") or "result")
     return _html(meta, {k: _pack(v) for k, v in data.items()}, title)
 

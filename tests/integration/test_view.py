@@ -113,7 +113,7 @@ def test_the_page_draws_the_files_poses_offline(browser, html, result):
     page.close()
 
 
-def test_play_advances_a_click_names_a_body_and_the_plot_cursor_follows(browser, html):
+def test_play_advances_a_click_names_a_body_and_the_plot_cursor_follows(browser, html, result):
     page, problems, _ = _open(browser, html.as_uri())
     page.evaluate("VIEWER.setFrame(0)")
     page.click("#play")
@@ -139,7 +139,13 @@ def test_play_advances_a_click_names_a_body_and_the_plot_cursor_follows(browser,
         if page.evaluate("VIEWER.picked") == joints[j]:
             hits.append(j)
             text = page.inner_text("#info")
-            assert joints[j] in text and "reaction" in text and " N" in text
+            assert joints[j] in text and "reaction force on A" in text and "reaction moment on A" in text
+            # its reaction force, drawn as an arrow from its point on A along the file's force at that frame
+            F = read_trajectory(str(result))["joints/force"][k, j]
+            arrow = np.array(page.evaluate("VIEWER.arrow()")).reshape(2, 3)
+            d = arrow[1] - arrow[0]
+            assert np.allclose(d / np.linalg.norm(d), F / np.linalg.norm(F), atol=1e-5), (d, F)
+            assert f"{np.linalg.norm(F):.4g}" in text.replace("e+", "e")
     assert len(hits) >= len(joints) // 2, hits  # (the others' balls lie inside a body's box)
     assert problems == []
     page.close()
@@ -216,6 +222,97 @@ def test_a_run_is_watched_live_and_the_page_ends_with_the_files_frames(browser, 
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_a_file_being_written_is_followed_and_read_by_other_commands(browser, tmp_path):
+    """``mbsim view`` of a file that a run in another process is writing: the page opens on the frames
+    flushed so far, receives the others as the run flushes them, and ends with the run's outcome and as many
+    frames as the finished file (checked against it); meanwhile ``mbsim info`` reads the file and ``mbsim
+    run -o`` the same path refuses, saying a run is writing it."""
+    from mbsim.io.reader import being_written, read_frames
+    out = tmp_path / "followed.h5"
+    env = dict(os.environ, PYTHONUNBUFFERED="1")
+    run = subprocess.Popen([sys.executable, "-m", "mbsim", "run", str(REPO / "scenarios" / "chain50.yaml"),
+                            "-o", str(out), "--quiet", "--end", "60"], stdout=subprocess.PIPE,
+                           stderr=subprocess.PIPE, text=True, cwd=str(REPO), env=env)
+    view = None
+    try:
+        deadline = time.monotonic() + 60
+        while not (out.exists() and len(read_frames(str(out))[1]["time"]) > 0):
+            assert run.poll() is None and time.monotonic() < deadline, run.stderr.read()
+            time.sleep(0.1)
+        assert being_written(str(out))
+        info = subprocess.run([sys.executable, "-m", "mbsim", "info", str(out)], capture_output=True, text=True,
+                              cwd=str(REPO), env=env)
+        assert info.returncode == 0 and "running" in info.stdout, info.stderr
+        again = subprocess.run([sys.executable, "-m", "mbsim", "run", str(REPO / "scenarios" / "chain50.yaml"),
+                                "-o", str(out), "--quiet"], capture_output=True, text=True, cwd=str(REPO), env=env)
+        assert again.returncode == 2 and "a run is writing it now" in again.stderr
+        view = subprocess.Popen([sys.executable, "-m", "mbsim", "view", str(out), "--no-browser", "--quiet"],
+                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, cwd=str(REPO), env=env)
+        line = view.stdout.readline()
+        assert "being written, followed at http://127.0.0.1:" in line, line + view.stderr.read()
+        url = line.split("at ", 1)[1].split(" ", 1)[0]
+        page, problems, requests = _open(browser, url)
+        first = page.evaluate("VIEWER.nframes")
+        assert run.poll() is None, "the run ended before the page opened: make it longer"
+        page.wait_for_function("VIEWER.ended !== null", timeout=120000)
+        assert run.wait(timeout=60) == 0
+        assert page.evaluate("VIEWER.ended").startswith("completed")
+        traj = read_trajectory(str(out))
+        n = page.evaluate("VIEWER.nframes")
+        assert n == len(traj["time"]) > first and page.evaluate("VIEWER.blocks") >= 1
+        assert np.allclose(page.evaluate("Array.from(VIEWER.time)"), traj["time"], rtol=1e-6, atol=1e-6)
+        page.evaluate("VIEWER.setFrame(VIEWER.nframes - 1)")
+        r, q = page.evaluate("VIEWER.pose(7)")
+        assert np.allclose(r, traj["bodies/position"][-1, 7], atol=1e-5)
+        assert problems == [] and all(u.startswith(url) for u in requests)
+        page.close()
+        view.send_signal(signal.SIGINT)
+        assert view.wait(timeout=20) == 0
+    finally:
+        for p in (run, view):
+            if p is not None and p.poll() is None:
+                p.kill()
+
+
+def test_live_pages_keep_every_nth_frame_and_the_last_and_a_followed_file_that_differs_reloads(result):
+    """A live page's frames are decimated to its budget (every n-th and the last); a followed file whose
+    frames, once its run is over, differ from those sent (a block read half flushed) makes the pages load
+    again from the file."""
+    from mbsim.viz import geometry as geo
+    from mbsim.viz.view import Follow, Live, every_for
+    traj = read_trajectory(str(result))
+    sc = geo.scenario_of(traj)
+    keys = Follow.sent_keys(traj)
+    T = len(traj["time"])
+    live = Live(sc, every=3)
+    for a, b in ((0, 2), (2, 4), (4, T)):  # blocks of 2, 2 and the rest, as a run hands them
+        live.observe({k: np.asarray(traj[k][a:b]) for k in keys})
+    live.finish("completed")
+    sent = []
+    live.stream(sent.append)
+    import base64
+    import gzip
+    import json
+    times = [np.frombuffer(gzip.decompress(base64.b64decode(live.first["time"])), "<f4")]
+    for m in sent[:-1]:
+        text = m.decode()
+        if text.startswith("data: "):
+            times.append(np.frombuffer(gzip.decompress(base64.b64decode(json.loads(text[6:])["time"])), "<f4"))
+    want = traj["time"][sorted(set(range(0, T, 3)) | {T - 1})]
+    assert np.allclose(np.concatenate(times), want, rtol=1e-6) and sent[-1].startswith(b"event: end")
+    assert every_for(2001, 1000, 1000, 0) == 2 and every_for(1001, 100, 100, 0) == 1
+    # a follower that sent other positions than the (finished) file holds
+    live = Live(sc)
+    start = {k: np.asarray(traj[k][:5]) for k in keys}
+    start["bodies/position"] = start["bodies/position"] + 1e-3
+    f = Follow(str(result), live, start, poll=0.01)
+    f.thread.join(30)
+    sent = []
+    live.stream(sent.append)
+    assert live.reload and sent == [b'event: reload\ndata: "completed: ' + sent[0].split(b'"completed: ', 1)[1]]
+    assert live.page().count("VIEWER") >= 1
 
 
 def test_a_mode_is_shown_as_one_period_of_its_shape(browser, tmp_path):

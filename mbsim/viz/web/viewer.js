@@ -19,7 +19,8 @@
   const nb = META.bodies.names.length, nc = META.connectors.names.length, nj = META.joints.names.length;
   let nf = D.time.length;
   const root = document.getElementById("view");
-  const renderer = new T.WebGLRenderer({ antialias: true, preserveDrawingBuffer: true });
+  // (smoothing costs most where drawing is done in software: a large scene goes without it)
+  const renderer = new T.WebGLRenderer({ antialias: nb + nc <= 300, preserveDrawingBuffer: true });
   renderer.setPixelRatio(window.devicePixelRatio);
   renderer.setSize(root.clientWidth, root.clientHeight);
   root.appendChild(renderer.domElement);
@@ -57,8 +58,10 @@
 
   // connectors: line segments between their two points, per frame
   const lineGeo = new T.BufferGeometry();
-  const TURNS = 8, SAMPLES = 12, LEAD = 0.12, COIL = TURNS * SAMPLES + 2;  // a spring's coil: segments
+  // a spring's coil: TURNS turns of SAMPLES segments each, fewer when there are many (at most ~30 000 in all)
   const coils = META.connectors.draw.filter((d) => d === "coil").length;
+  const TURNS = 8, SAMPLES = Math.max(3, Math.min(12, Math.floor(30000 / (8 * Math.max(coils, 1))))), LEAD = 0.12;
+  const COIL = TURNS * SAMPLES + 2;
   const linePos = new Float32Array(6 * Math.max(nc + nj + coils * COIL, 1));
   lineGeo.setAttribute("position", new T.BufferAttribute(linePos, 3));
   const lines = new T.LineSegments(lineGeo, new T.LineBasicMaterial({ color: 0xc0392b }));
@@ -66,7 +69,7 @@
   scene.add(lines);
   // joints: balls at their points
   const ballR = 0.008 * size, coilR = 0.012 * size;
-  const balls = new T.InstancedMesh(new T.SphereGeometry(1, 12, 8), new T.MeshStandardMaterial({ color: 0x2c3e50 }),
+  const balls = new T.InstancedMesh(new T.SphereGeometry(1, nj + nc > 300 ? 6 : 12, nj + nc > 300 ? 4 : 8), new T.MeshStandardMaterial({ color: 0x2c3e50 }),
     Math.max(nj + nc, 1));
   balls.instanceMatrix.setUsage(T.DynamicDrawUsage);
   balls.frustumCulled = false;
@@ -172,7 +175,8 @@
       balls.setMatrixAt(nball++, M);
       if (META.joints.axis[j]) {
         turned(META.joints.ends[2 * j], META.joints.axes, 3 * j, W2);
-        W2.multiplyScalar(0.06 * size);
+        // a slider's axis as its rail (longer), a hinge's as a short pin
+        W2.multiplyScalar((RAILS.has(META.joints.types[j]) ? 0.25 : 0.06) * size);
         W.clone().sub(W2).toArray(linePos, 6 * nl);
         W.clone().add(W2).toArray(linePos, 6 * nl + 3);
         lineOwner[nl++] = ["joint", j];
@@ -189,6 +193,7 @@
     dirty = true;
   }
 
+  const RAILS = new Set(["prismatic", "cylindrical"]);  // joints that slide along their axis
   const ballOwner = [], lineOwner = [];  // what each marker and line drawn belongs to: [kind, index]
   function nameOf(sel) {
     return sel[0] === "body" ? META.bodies.names[sel[1]] : sel[0] === "joint" ? META.joints.names[sel[1]]
@@ -200,13 +205,43 @@
       const k = 3 * (frame * nb + i);
       info.innerHTML = `<b>${META.bodies.names[i]}</b> (body)<br>position ${fmt(vec(D.position, k))} m` +
         `<br>velocity ${fmt(vec(D.velocity, k))} m/s<br>angular velocity ${fmt(vec(D.angular_velocity, k))} rad/s`;
-    } else if (what === "joint") {
-      info.innerHTML = `<b>${META.joints.names[i]}</b> (joint)<br>reaction |force| on A ` +
-        `${D["joint_force_" + i][frame].toPrecision(4)} N`;
     } else {
-      info.innerHTML = `<b>${META.connectors.names[i]}</b> (${META.connectors.types[i]})<br>|force| on A ` +
-        `${D["connector_force_" + i][frame].toPrecision(4)} N`;
+      const group = what === "joint" ? "joints" : "connectors", n = META[group].names.length;
+      const k = 3 * (frame * n + i), F = vec(D[group + "_force"], k), Mo = vec(D[group + "_moment"], k);
+      info.innerHTML = `<b>${META[group].names[i]}</b> (${what === "joint" ? "joint" : META.connectors.types[i]})` +
+        `<br>${what === "joint" ? "reaction " : ""}force on A ${fmt(F)} N (|F| ${Math.hypot(...F).toPrecision(4)} N)` +
+        `<br>${what === "joint" ? "reaction " : ""}moment on A ${fmt(Mo)} N·m (|M| ${Math.hypot(...Mo).toPrecision(4)} N·m)`;
     }
+    arrowAt(sel);
+  }
+  // the force on A of the connector or joint picked, as an arrow at its point on A (length: its magnitude
+  // over the largest of the run, times a tenth of the scene)
+  const arrowGeo = new T.BufferGeometry();
+  arrowGeo.setAttribute("position", new T.BufferAttribute(new Float32Array(6), 3));
+  const shaft = new T.LineSegments(arrowGeo, new T.LineBasicMaterial({ color: 0x1f6fd1 }));
+  const head = new T.InstancedMesh(new T.CylinderGeometry(0, 0.012 * size, 0.04 * size, 12),
+    new T.MeshBasicMaterial({ color: 0x1f6fd1 }), 1);  // (one instance: the bundle's mesh class)
+  shaft.frustumCulled = head.frustumCulled = false;
+  scene.add(shaft, head);
+  shaft.visible = head.visible = false;
+  const Ya = new T.Vector3(0, 1, 0);
+  function arrowAt(sel) {
+    shaft.visible = head.visible = false;
+    if (sel === null || sel[0] === "body") return;
+    const group = sel[0] === "joint" ? "joints" : "connectors", n = META[group].names.length, a = D[group + "_force"];
+    let big = 0;
+    for (let f = 0; f < nf; f++) { const k = 3 * (f * n + sel[1]); big = Math.max(big, Math.hypot(a[k], a[k + 1], a[k + 2])); }
+    const k = 3 * (frame * n + sel[1]), F = new T.Vector3(a[k], a[k + 1], a[k + 2]), m = F.length();
+    if (!(big > 0) || !(m > 0)) return;
+    const at = carried(META[group].ends[2 * sel[1]], META[group].arms, 6 * sel[1], new T.Vector3());
+    const tip = at.clone().addScaledVector(F, 0.1 * size / big);
+    at.toArray(arrowGeo.attributes.position.array, 0);
+    tip.toArray(arrowGeo.attributes.position.array, 3);
+    arrowGeo.attributes.position.needsUpdate = true;
+    head.setMatrixAt(0, new T.Matrix4().compose(tip, new T.Quaternion().setFromUnitVectors(Ya, F.normalize()),
+      new T.Vector3(1, 1, 1)));
+    head.instanceMatrix.needsUpdate = true;
+    shaft.visible = head.visible = true;
   }
 
   scrub.oninput = () => { playing = false; el("play").textContent = "Play"; setFrame(+scrub.value); };
@@ -222,8 +257,13 @@
   function channel(i) {
     const c = channels[i];
     if (c.data) return D[c.data];
-    const out = new Float32Array(nf);  // a body's coordinate, from the positions
-    for (let f = 0; f < nf; f++) out[f] = D.position[3 * (f * nb + c.body) + c.axis];
+    const out = new Float32Array(nf);
+    if (c.vec) {  // the magnitude of a connector's force or a joint's reaction
+      const a = D[c.vec], m = a.length / (3 * nf);
+      for (let f = 0; f < nf; f++) { const k = 3 * (f * m + c.index); out[f] = Math.hypot(a[k], a[k + 1], a[k + 2]); }
+      return out;
+    }
+    for (let f = 0; f < nf; f++) out[f] = D.position[3 * (f * nb + c.body) + c.axis];  // a body's coordinate
     return out;
   }
   function drawPlot(i) {
@@ -306,6 +346,8 @@
       return [a.toArray(), b.toArray()];
     },
     plotX(t) { return plot ? plot.valToPos(t, "x") : null; },
+    // the force arrow drawn for the connector or joint picked: [x0, y0, z0, x1, y1, z1], or null
+    arrow() { return shaft.visible ? Array.from(arrowGeo.attributes.position.array) : null; },
   };
   // live (a run being computed: mbsim run --view): blocks of frames as server-sent events, appended; the
   // view follows the newest frame while "follow" is on (scrubbing or playing turns it off)
@@ -338,6 +380,8 @@
         window.VIEWER.blocks++;
       });
     };
+    // the run is over and what was sent differs from its file (a block read half flushed): load again
+    events.addEventListener("reload", () => { events.close(); location.reload(); });
     events.addEventListener("end", (e) => {
       events.close();
       chain = chain.then(() => {
