@@ -437,6 +437,8 @@ class Result:
             "steps": summary.steps, "newton_iterations": summary.newton_iterations,
             "rejected_steps": summary.rejected_steps, "wall_time_s": summary.wall_time_s,
         }
+        if summary.smallest_step is not None:  # error-controlled steps (time.tolerance)
+            attrs.update(smallest_step=summary.smallest_step, largest_step=summary.largest_step)
         return cls._from_frames(sc, summary.frames_data or {}, summary.status, summary.message, attrs,
                                 summary.output)
 

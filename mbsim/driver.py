@@ -22,6 +22,7 @@ import numpy as np
 from . import resources
 from .energy import energy_drift
 from .integrators import INTEGRATORS
+from .integrators.generalized_alpha import StepStatus
 from . import compiling
 from .mechanics import frames as kfr
 from .mechanics.joints import JointError, SingularJoints, lock_up  # noqa: F401  (JointError re-exported: what run() raises for refused joints)
@@ -130,6 +131,8 @@ class RunSummary:
     failure: str = ""  # StepStatus value of the step that failed ("" unless status is failed)
     timing: dict = field(default_factory=dict)  # wall time per phase [s]: the integrator's, plus "output"
     compile_time_s: float = 0.0  # before the time loop: compiling the kernels, or loading them from numba's cache
+    smallest_step: Optional[float] = None  # error-controlled steps (time.tolerance): the smallest accepted [s]
+    largest_step: Optional[float] = None  # … and the largest
     frames_data: Optional[dict] = field(default=None, repr=False)
 
     @property
@@ -299,6 +302,10 @@ def _resume_point(scenario, model, integ, path: str):
                           f"scenario file it was made from, or start a new run")
     if p["time"] >= scenario.time.end - 1e-12 * max(1.0, scenario.time.end):
         raise ResumeError(f"cannot resume: {path} already reaches t = {p['time']:.9g} s, the end of the run")
+    if scenario.time.controlled:
+        raise ResumeError(f"cannot resume: {path} is a run with error-controlled steps (time.tolerance), whose step "
+                          f"size and controller memory a result file does not keep yet: resuming such a run is not "
+                          f"supported; run it again from the start")
     counting = [model.elements.describe(e) for e in range(model.elements.n)
                 if model.elements.kind_remembers[model.elements.kind[e]]]
     if counting:
@@ -367,6 +374,7 @@ class _Loop:
         self.turns = _TurnWatch(model)  # bushings and torsional springs past a half turn
         self._fcap = self._fper = 1  # their capacity; frames per call (grown to about CALL_SECONDS)
         self.on_frames = None  # on_frames(frames): an observer of the frames (run's docstring)
+        self.s_now = None  # the error-controlled loop's last accepted state (_controlled)
 
     # --------------------------------------------------------------
     def _attrs(self):
@@ -377,9 +385,14 @@ class _Loop:
     def _counters(self, wall=None):
         if wall is None:
             wall = time.monotonic() - self.t_start
-        return {"steps": self.integ.n_steps, "newton_iterations": self.integ.n_iterations,
-                "rejected_steps": self.controller.rejected if self.controller else 0,
-                "wall_time_s": self.wall_before + wall}
+        ctl = self.controller
+        out = {"steps": self.integ.n_steps, "newton_iterations": self.integ.n_iterations,
+               "rejected_steps": ctl.rejected if ctl else 0, "wall_time_s": self.wall_before + wall}
+        if getattr(ctl, "controlled", False):  # the accepted steps, and the smallest and largest (OUTPUT.md)
+            out["steps"] = ctl.accepted_steps
+            if ctl.accepted_steps:
+                out["smallest_step"], out["largest_step"] = float(ctl.h_min), float(ctl.h_max)
+        return out
 
     def _warm_up(self) -> float:
         """Compile (or load from numba's cache) the kernels before the clock starts;
@@ -504,6 +517,99 @@ class _Loop:
         self.frames += 1
         self.last_frame_t = s.t
 
+    def _true_accelerations(self, s):
+        """The true accelerations (a, α) of the moving bodies at state ``s`` and the joints' multipliers
+        (THEORY §4, §11): what the error estimate and the interpolated frames use."""
+        a, al, lam = self.integ.accelerations(s)
+        nm = self.model.n_moving
+        return a[:nm], al[:nm], lam
+
+    def _controlled(self, s, ctl, bar):
+        """The time loop with steps chosen by their local error (THEORY §14, :class:`mbsim.stepping.
+        ErrorControl`): each step from a state whose accelerations are moved to its size
+        (:meth:`GeneralizedAlpha.rescaled`), its error from the true accelerations at both ends, accepted
+        when the weighted norm is ≤ 1; the frames at ``output.interval`` (and ``time.end``) interpolated
+        between the accepted states (:mod:`mbsim.mechanics.interpolate`), never landed on.  Returns the
+        last state and (status, exit code, failure, message); the message of a completed run is made by
+        the caller."""
+        from .mechanics.interpolate import state_between
+        from .stepping import error_norm
+        integ, sc, model = self.integ, self.sc, self.model
+        nm = model.n_moving
+        beta = integ.params.beta
+        rtol, atol = sc.time.rtol, sc.time.atol
+        interval, end = sc.output.interval, sc.time.end
+        j = int(np.floor(s.t / interval + 1e-9)) + 1  # the next frame's number (time j·interval)
+        acc = self._true_accelerations(s)
+        k, last_bar, t_start = 0, 0.0, self.t_start
+
+        def culprit(body: int, part: int) -> str:
+            return f"body '{model.names[body]}' ({'rotation' if part else 'translation'})" if body >= 0 else ""
+        while not ctl.done(s.t):
+            self._check_signal()
+            self.first_run.poll()
+            h = ctl.next_step(s.t)
+            t1 = end if h >= end - s.t else s.t + h
+            k += 1
+            res = integ.step(integ.rescaled(s, h), h)
+            if self.on_step is not None:
+                self.on_step(res)
+            if res.ok and not _finite(res.state):
+                res = replace(res, status=StepStatus.NONFINITE, message="the new state is not finite")
+            if not res.ok:
+                why = ctl.rejected_step(res, s.t, h)
+                if why is None:
+                    continue
+                message = (f"step {k} from t = {s.t:.9g} s to t = {t1:.9g} s (dt = {h:.3g} s) failed: "
+                           f"{res.message}; residual norm {res.residual_norm:.3e} after {res.iterations} Newton "
+                           f"iterations; {why}. The last frame stored is at t = {self.last_frame_t:.9g} s.")
+                return s, ("failed", EXIT_SOLVER, res.status.value, message)
+            new = replace(res.state, t=t1)
+            acc1 = self._true_accelerations(new)
+            err, body, part = error_norm(h, beta, acc[:2], acc1[:2], s.r[:nm], new.r[:nm], rtol, atol)
+            who = culprit(body, part)
+            if not ctl.judge(err, h, s.t, who):
+                stop = ctl.too_small(who)
+                if stop is not None:
+                    message = (f"at t = {s.t:.9g} s {stop}. The last frame stored is at "
+                               f"t = {self.last_frame_t:.9g} s.")
+                    return s, ("failed", EXIT_SOLVER, "collapsed", message)
+                continue
+            # the frames in (t_n, t_{n+1}]: interpolated, or the new state itself at its time
+            ends = ({"r": s.r[:nm], "q": s.q[:nm], "v": s.v[:nm], "w": s.w[:nm], "a": acc[0], "al": acc[1]},
+                    {"r": new.r[:nm], "q": new.q[:nm], "v": new.v[:nm], "w": new.w[:nm], "a": acc1[0],
+                     "al": acc1[1]})
+            while True:
+                tj = min(j * interval, end)
+                if tj > t1 * (1.0 + 1e-12) + 1e-300 or (tj >= end and t1 < end):
+                    break
+                u = (tj - s.t) / h
+                if abs(tj - t1) <= 1e-9 * h:
+                    frame_state = replace(new, a=np.vstack((acc1[0], new.a[nm:])),
+                                          al=np.vstack((acc1[1], new.al[nm:])), lam=acc1[2])
+                else:
+                    x = state_between(u, h, *ends)
+                    frame_state = replace(new, t=tj, r=np.vstack((x["r"], new.r[nm:])),
+                                          q=np.vstack((x["q"], new.q[nm:])), v=np.vstack((x["v"], new.v[nm:])),
+                                          w=np.vstack((x["w"], new.w[nm:])),
+                                          dissipated=s.dissipated + u * (new.dissipated - s.dissipated),
+                                          external_work=s.external_work + u * (new.external_work - s.external_work))
+                    a_, al_, lam_ = self._true_accelerations(frame_state)
+                    frame_state = replace(frame_state, a=np.vstack((a_, new.a[nm:])),
+                                          al=np.vstack((al_, new.al[nm:])), lam=lam_)
+                self._frame(frame_state, res.iterations, res.residual_norm, h)
+                if tj >= end:
+                    break
+                j += 1
+            s, acc = new, acc1
+            self.s_now = s
+            stop = collapsed(ctl, s.t)
+            if stop is not None:
+                message = f"at t = {s.t:.9g} s {stop}. The last frame stored is at t = {self.last_frame_t:.9g} s."
+                return s, ("failed", EXIT_SOLVER, "collapsed", message)
+            last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
+        return s, ("completed", EXIT_OK, "", "")
+
     def _open_writer(self):
         from .io.writer import TrajectoryWriter
         try:
@@ -547,7 +653,9 @@ class _Loop:
                 blocks = (not ctl.adaptive and self.on_step is None and getattr(integ, "can_advance", False))
                 python_next = False  # redo a step the compiled loop handed back, in Python
                 frames_blocks = blocks and self.multi_frame
-                while not ctl.done(s.t):
+                if getattr(ctl, "controlled", False):  # THEORY §14: steps chosen by their error
+                    s, (status, code, failure, message) = self._controlled(s, ctl, bar)
+                while not getattr(ctl, "controlled", False) and not ctl.done(s.t):
                     self._check_signal()
                     self.first_run.poll()  # a first run: compiled from here on once the background compiled
                     nf = ctl.full_frames_ahead() if frames_blocks and not python_next else 0
@@ -614,7 +722,11 @@ class _Loop:
                         s = integ.restart(s)
                         self._frame(s, res.iterations, res.residual_norm, dt)
                     last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
-                if status == "completed":
+                if status == "completed" and getattr(ctl, "controlled", False):
+                    message = (f"completed: {ctl.accepted_steps} steps ({ctl.rejected} rejected), Δt from "
+                               f"{ctl.h_min:.3g} to {ctl.h_max:.3g} s, {integ.n_iterations} Newton iterations, "
+                               f"t = {s.t:.9g} s")
+                elif status == "completed":
                     message = (f"completed: {integ.n_steps} steps ({ctl.rejected} rejected), "
                                f"{integ.n_iterations} Newton iterations, t = {s.t:.9g} s")
                     if integ.n_floor:
@@ -628,9 +740,11 @@ class _Loop:
             message = (f"{exc}: a joint locked up, or masses too far apart for double precision; nothing "
                        f"from that frame on was written")
         except Interrupted as exc:
+            s = self.s_now if self.s_now is not None else s  # (the error-controlled loop's last state)
             status, code = "interrupted", EXIT_INTERRUPTED
             message = f"interrupted by {exc} at t = {s.t if s else 0.0:.9g} s"
         except KeyboardInterrupt:
+            s = self.s_now if self.s_now is not None else s
             status, code = "interrupted", EXIT_INTERRUPTED
             message = f"interrupted at t = {s.t if s else 0.0:.9g} s"
         except BaseException as exc:  # a bug: record it in the file, then let it propagate
@@ -658,10 +772,15 @@ class _Loop:
         if self.keep:
             data = {k: np.asarray(v) for k, v in _complete_frames(self.kept).items()}
         rejected = self.controller.rejected if self.controller else 0
-        return RunSummary(status, message, self.out, s.t if s else 0.0, integ.n_steps, integ.n_iterations, rejected,
+        ctl = self.controller
+        controlled = getattr(ctl, "controlled", False)
+        steps = ctl.accepted_steps if controlled else integ.n_steps
+        return RunSummary(status, message, self.out, s.t if s else 0.0, steps, integ.n_iterations, rejected,
                           wall, self.frames, drift, rel, linear_solver=integ.solver.kind, exit_code=code,
                           failure=failure, frames_data=data, compile_time_s=self.compile_s,
-                          timing=dict(integ.timing, output=self.output_time + self._close_time))
+                          timing=dict(integ.timing, output=self.output_time + self._close_time),
+                          smallest_step=float(ctl.h_min) if controlled and ctl.accepted_steps else None,
+                          largest_step=float(ctl.h_max) if controlled and ctl.accepted_steps else None)
 
 
 def _complete_frames(lists: dict) -> dict:

@@ -149,6 +149,131 @@ class AdaptiveSteps:
         return None
 
 
+# error control (THEORY §14): the step's growth and cut limits, the safety factor, and the PI controller's
+# exponents on the error of this step and of the last accepted one (Gustafsson; Hairer & Wanner IV.2) for
+# a measure of order k = 2 in the step (the local error per unit step, docs/stepping.md)
+GROW_MAX, CUT_MAX, SAFETY = 2.0, 0.2, 0.9
+ORDER = 2
+PI_I, PI_P = 0.7 / ORDER, 0.4 / ORDER
+NEWTON_CUT = 0.25  # a step whose Newton iteration failed is tried again with this fraction of it
+CONTROLLERS = ("pi", "elementary")
+
+
+class ErrorControl:
+    """Steps chosen by their local error (``time.tolerance``, THEORY §14): the driver asks for the next
+    step (:meth:`next_step`), takes it, and reports the weighted norm ‖e‖ of its local error
+    (:func:`error_norm`) to :meth:`judge`, or a failed Newton iteration to :meth:`rejected_step`.
+
+    The step is judged by its error per unit step, ``E = ‖e‖ · T / h`` (T = ``time.end``): accepted when
+    E ≤ 1, so that the local errors of all the steps add up to at most the tolerance over the run and the
+    global error is proportional to it (with ‖e‖ ≤ 1 alone, as THEORY §14 writes it, the global error
+    goes as tol^(2/3): measured, docs/stepping.md).  E is O(h²), so the next step is ``h · 0.9 E^(−1/2)``
+    (``elementary``) or, with the last accepted step's E too, ``h · 0.9 E^(−0.7/2) E_prev^(0.4/2)``
+    (``pi``, the default), never more than 2× nor less than 0.2×, and no larger after a rejection.
+    Steps are not shortened to land on frames (frames are interpolated), only to end at ``time.end``;
+    ``time.max_step`` and ``time.min_step`` bound them."""
+
+    adaptive = True
+    controlled = True
+
+    def __init__(self, tm, t0: float = 0.0, controller: str = "pi"):
+        if controller not in CONTROLLERS:
+            raise ValueError(f"controller must be one of {CONTROLLERS}, got {controller!r}")
+        self.end, self.min_step, self.controller = tm.end, tm.min_step, controller
+        self.max_step = tm.step  # (the reference of collapsed(): the step the user gave)
+        self.largest = tm.max_step if tm.max_step is not None else math.inf
+        self.dt = min(tm.step, self.largest)
+        self.err_prev = 1.0  # the last accepted step's error norm (1: none yet)
+        self.after_reject = False
+        self.rejected = self.accepted_steps = 0
+        self.h_min, self.h_max = math.inf, 0.0  # the smallest and largest accepted step
+        self.small, self.small_t0, self.why_small = 0, t0, ""
+
+    def done(self, t: float) -> bool:
+        return t >= self.end
+
+    def next_step(self, t: float) -> float:
+        """The step to take from ``t``: the controller's, or what is left to ``time.end`` when that is no
+        more, or half of it when it is less than one and a half (no sliver of a last step)."""
+        h = min(self.dt, self.largest)
+        rest = self.end - t
+        if rest <= h * (1.0 + 1e-9):
+            return rest
+        return 0.5 * rest if rest < 1.5 * h else h
+
+    def judge(self, err: float, h: float, t: float, culprit: str = "") -> bool:
+        """Step ``t`` → ``t + h`` has the local error norm ``err``: accepted (True) or not, and the next
+        step (class docstring)."""
+        err = err * self.end / h if math.isfinite(err) else 1e10
+        ok = err <= 1.0
+        e = max(err, 1e-10)
+        if self.controller == "pi" and ok and not self.after_reject:
+            fac = SAFETY * e ** -PI_I * max(self.err_prev, 1e-10) ** PI_P
+        else:
+            fac = SAFETY * e ** (-1.0 / ORDER)
+        fac = min(GROW_MAX, max(CUT_MAX, fac))
+        if not ok or self.after_reject:
+            fac = min(fac, 1.0)
+        self.dt = min(h * fac, self.largest)
+        if ok:
+            self.err_prev, self.after_reject = e, False
+            self.accepted_steps += 1
+            self.h_min, self.h_max = min(self.h_min, h), max(self.h_max, h)
+            if h < COLLAPSED_FRACTION * self.max_step:
+                if self.small == 0:
+                    self.small_t0 = t
+                self.small += 1
+                self.why_small = f"the error of {culprit} set the step" if culprit else ""
+            else:
+                self.small = 0
+        else:
+            self.rejected += 1
+            self.after_reject = True
+            self.why_small = f"the error of {culprit} set the step" if culprit else ""
+        return ok
+
+    def too_small(self, culprit: str = "") -> Optional[str]:
+        """Why the run ends when the next step falls below ``time.min_step`` (None: it does not)."""
+        if self.dt >= self.min_step:
+            return None
+        self.dt = self.min_step
+        by = f" (the error of {culprit} set it)" if culprit else ""
+        return (f"the tolerance asks for a step below time.min_step = {self.min_step:.3g} s{by}; a larger "
+                f"tolerance, or a smaller time.min_step, lets the run go on")
+
+    def rejected_step(self, res, t: float, dt: float) -> Optional[str]:
+        """The Newton iteration of step ``t`` → ``t + dt`` failed: try again with a quarter of it (None),
+        or give up below ``min_step`` (the reason)."""
+        self.rejected += 1
+        self.after_reject = True
+        self.why_small = getattr(res, "message", "") or ""
+        cut = NEWTON_CUT * dt
+        if cut < self.min_step:
+            return (f"the step was cut to {dt:.3g} s and a quarter of it would fall below "
+                    f"time.min_step = {self.min_step:.3g} s")
+        self.dt = cut
+        return None
+
+
+def error_norm(h: float, beta: float, acc0, acc1, r0, r1, rtol: float, atol: float) -> tuple[float, int, int]:
+    """THEORY §14: the local error ``e = Δt² |β − 1/6| (ẍ_{n+1} − ẍ_n)`` of every moving body's
+    translation and rotation from the true accelerations ``acc0``, ``acc1`` = (a, α) (n, 3) each, and its
+    RMS norm weighted by ``atol + rtol |r|`` (translations: the larger |coordinate| of ``r0``, ``r1``) and
+    ``atol`` (rotations, rad).  Returns (norm, body, part): the body and part (0 translation, 1 rotation)
+    whose weighted error is largest."""
+    import numpy as np
+    c = h * h * abs(beta - 1.0 / 6.0)
+    et = c * (acc1[0] - acc0[0]) / (atol + rtol * np.maximum(np.abs(r0), np.abs(r1)))
+    er = c * (acc1[1] - acc0[1]) / atol
+    both = np.stack((np.linalg.norm(et, axis=1), np.linalg.norm(er, axis=1)), axis=1)  # (n, 2)
+    n = both.shape[0]
+    if n == 0:
+        return 0.0, -1, 0
+    norm = float(np.sqrt((np.sum(et * et) + np.sum(er * er)) / (6 * n)))
+    body, part = np.unravel_index(int(np.argmax(both)), both.shape)
+    return norm, int(body), int(part)
+
+
 def collapsed(ctl, t: float) -> Optional[str]:
     """Why an adaptive run should stop because its step has collapsed (see COLLAPSED_STEPS), or None."""
     if not getattr(ctl, "adaptive", False) or ctl.small < COLLAPSED_STEPS:
@@ -168,6 +293,8 @@ def collapsed(ctl, t: float) -> Optional[str]:
 def controller_for(scenario, t0: float = 0.0):
     """The controller a scenario asks for."""
     tm = scenario.time
+    if tm.controlled:
+        return ErrorControl(tm, t0)
     if tm.adaptive:
         return AdaptiveSteps(tm.end, tm.step, scenario.output.interval, tm.min_step, t0)
     return FixedSteps(tm.end, tm.step, scenario.output.interval, t0)

@@ -197,7 +197,8 @@ def summary_json(s: "driver.RunSummary", sc) -> dict:
     """
     return {"status": s.status, "message": s.message, "scenario": sc.name, "output": s.output,
             "t_end": s.t_end, "frames": s.frames, "steps": s.steps, "newton_iterations": s.newton_iterations,
-            "rejected_steps": s.rejected_steps, "wall_time_s": s.wall_time_s, "compile_time_s": s.compile_time_s,
+            "rejected_steps": s.rejected_steps, "smallest_step": s.smallest_step, "largest_step": s.largest_step,
+            "wall_time_s": s.wall_time_s, "compile_time_s": s.compile_time_s,
             "energy_drift_J": s.energy_drift_J, "energy_drift_relative": s.energy_drift_relative,
             "linear_solver": s.linear_solver, "failure": s.failure, "exit_code": s.exit_code}
 
@@ -220,7 +221,9 @@ def format_summary(s: "driver.RunSummary", sc) -> str:
     if s.status != "completed":
         lines.append(f"  {s.message}")
     lines += [
-        f"  steps          {s.steps} (Δt = {_g(sc.time.step)} s)",
+        (f"  steps          {s.steps} accepted, {s.rejected_steps} rejected (Δt from {_g(s.smallest_step)} to "
+         f"{_g(s.largest_step)} s, error-controlled: rtol {_g(sc.time.rtol)}, atol {_g(sc.time.atol)})"
+         if s.smallest_step is not None else f"  steps          {s.steps} (Δt = {_g(sc.time.step)} s)"),
         f"  Newton         {s.newton_iterations} iterations"
         + (f", {s.iterations_per_step:.2f} per step" if s.steps else "") + f"; {s.linear_solver}",
         f"  wall time      {s.wall_time_s:.3g} s ({rate:.4g} steps/s)"
@@ -376,6 +379,9 @@ def format_info(info: dict) -> str:
         per = f" ({iters / steps:.2f} per step)" if steps and isinstance(iters, (int, float)) else ""
         lines.append(f"  counters       {steps} steps, {_q(iters)} Newton iterations{per}, "
                      f"{_q(c.get('rejected_steps'))} rejected, wall time {_q(wall)} s")
+        if c.get("smallest_step") is not None or c.get("largest_step") is not None:
+            lines.append(f"  steps          error-controlled: Δt from {_q(c.get('smallest_step'))} to "
+                         f"{_q(c.get('largest_step'))} s")
     bad = info.get("non_finite") or []
     if analysis in ("statics", "modes"):
         pass  # one frame at rest: no energy balance to drift

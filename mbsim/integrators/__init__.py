@@ -42,6 +42,12 @@ class Integrator(Protocol):
        §11), None for a model without joints.
     10. ``frame(s)`` gives the OUTPUT.md per-frame quantities of a state (the
         writer's frame), with ``_finite`` saying whether they are finite.
+    11. Error-controlled steps (``time.tolerance``, THEORY §14): ``rescaled(s,
+        dt)`` is ``s`` ready for a step of ``dt`` after one of another size (the
+        scheme's own accelerations moved to it: second order across step
+        changes), and ``accelerations(s)`` the true accelerations (a, α) of
+        every body at a state and the joints' multipliers (the error estimate
+        and the interpolated frames).
     """
 
     name: str
@@ -63,6 +69,10 @@ class Integrator(Protocol):
     def multipliers(self, s: State): ...
 
     def frame(self, s: State) -> dict: ...
+
+    def rescaled(self, s: State, dt: float) -> State: ...
+
+    def accelerations(self, s: State) -> tuple: ...
 
     def continue_counts(self, steps: int, iterations: int) -> None: ...
 

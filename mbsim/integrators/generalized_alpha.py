@@ -428,6 +428,32 @@ class GeneralizedAlpha:
         return replace(s, a_prev=None, al_prev=None, dt_prev=0.0, lam=self.multipliers(s), lam_prev=None, lam_gap=0.0,
                        a_prev2=None, al_prev2=None, dt_prev2=0.0, lam_prev2=None, lam_gap2=0.0)
 
+    def accelerations(self, s: State) -> tuple:
+        """The true accelerations (a, α) (n_all, 3) of every body at state ``s`` and the joints' multipliers
+        (None without joints): :meth:`mbsim.mechanics.Mechanism.accelerations`."""
+        return self.mechanism.accelerations(s)
+
+    def rescaled(self, s: State, dt: float) -> State:
+        """``s`` ready for a step of ``dt`` after a step of another size (THEORY §14, docs/stepping.md).
+
+        Generalized-α's accelerations are not the true ones: a_n ≈ ẍ(t_n + δ h), δ = α_f − α_m, h the
+        step that made them, to O(h²) -- and the next step's equations hold them to be that of its own h.
+        When h changes, a_n (and the material angular acceleration Λ_nᵀα_n) is moved along the time by
+        δ (h_new − h_old), its rate from the last step's difference, a_n − a_{n−1} (for α, the previous one
+        carried into this step's body frame: α_{n−1} + h_old ω_n × α_{n−1}); without it a sequence of
+        changing steps is first order for ρ∞ < 1 (tests/verification/test_error_control.py).  Jay &
+        Negrut (2007) correct the HHT and generalized-α accelerations the same way.  Unchanged without a
+        last step (the first, or after a restart) or when ``dt`` is that step's size."""
+        h_old = s.dt_prev
+        if s.a_prev is None or s.al_prev is None or not h_old > 0.0 or dt == h_old:
+            return s
+        p = self.params
+        c = (p.alpha_f - p.alpha_m) * (dt - h_old) / h_old
+        if c == 0.0:
+            return s
+        al_prev = s.al_prev + h_old * np.cross(s.w, s.al_prev)
+        return replace(s, a=s.a + c * (s.a - s.a_prev), al=s.al + c * (s.al - al_prev))
+
     # ------------------------------------------------------------------
     def iterate(self, s: State, dt: float, d=None, th=None, lam=None, tangent: Optional[str] = None,
                 blocks: bool = False) -> "Iterate":

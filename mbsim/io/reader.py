@@ -300,6 +300,9 @@ ANALYSIS_ATTRIBUTE_TYPES = {
     "analysis": _TEXT, "stability": _TEXT, "load_factor_steps": _WHOLE, "linearized_about": _TEXT,
     "degrees_of_freedom": _WHOLE,
 }
+# the root attributes of a run with error-controlled steps (time.tolerance): its smallest and largest
+# accepted step [s]
+STEP_ATTRIBUTE_TYPES = {"smallest_step": _REAL, "largest_step": _REAL}
 # the root attributes a statics or modes file has besides OUTPUT_ATTRIBUTES (missing: reported as such), and
 # those of OUTPUT_ATTRIBUTES it need not have (no time integration: no integrator settings)
 _ANALYSIS_REQUIRES = {"statics": ("analysis", "stability", "load_factor_steps"),
@@ -311,7 +314,7 @@ def _typed(key, value):
     """``value`` of root attribute ``key`` as the Python type OUTPUT.md gives it (str, float or int), or
     None when it is not of that type (an array, a complex number, an empty attribute, text for a number,
     a count that is not whole...).  Attributes OUTPUT.md does not name are returned as read."""
-    kind = ATTRIBUTE_TYPES.get(key) or ANALYSIS_ATTRIBUTE_TYPES.get(key)
+    kind = ATTRIBUTE_TYPES.get(key) or ANALYSIS_ATTRIBUTE_TYPES.get(key) or STEP_ATTRIBUTE_TYPES.get(key)
     value = _str(value)
     if kind is None:
         return value
@@ -386,7 +389,8 @@ def _summary(f, path) -> dict:
         "joints": joint_summary(f, len(t)),
         "integrator": {k: a.get(k) for k in ("integrator", "rho_inf", "alpha_f", "alpha_m", "beta",
                                              "gamma", "tangent")},
-        "counters": {k: a.get(k) for k in ("steps", "newton_iterations", "rejected_steps", "wall_time_s")},
+        "counters": {k: a.get(k) for k in ("steps", "newton_iterations", "rejected_steps", "wall_time_s",
+                                           "smallest_step", "largest_step")},
         "energy_drift_J": drift,
         "energy_drift_relative": rel,
         # statics and modes files (OUTPUT.md): None where a file does not say (a time integration's)

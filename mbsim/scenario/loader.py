@@ -28,7 +28,11 @@ SCENARIO.md leaves open, made here:
 Extension of SCENARIO.md (allowed by its "the program may accept more"):
 ``time.adaptive`` (true/false, default false) switches on step cut-back and
 regrowth (mbsim.stepping); ``time.min_step`` (> 0, ≤ ``time.step``, default
-1e-6 · ``time.step``) is the smallest step it may cut to.
+1e-6 · ``time.step``) is the smallest step it may cut to.  With
+``time.tolerance`` (SCENARIO.md; ``rtol`` in (0, 1], ``atol`` in (0, 1] m or
+rad, default ``rtol``) the steps are error-controlled, ``time.max_step`` (≥
+``time.step``, default unbounded) the largest, and ``output.interval`` any
+positive value.
 """
 from __future__ import annotations
 
@@ -412,7 +416,8 @@ def _items(r: Reader, m: Map, key: str, read) -> list:
 
 def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
     node = r.require(top, "time")
-    m = None if node is None else r.mapping(node, "time", ("end", "step", "adaptive", "min_step"))
+    m = None if node is None else r.mapping(node, "time", ("end", "step", "adaptive", "min_step", "tolerance",
+                                                           "max_step"))
     if m is None:
         return None
     end_node, step_node = r.require(m, "end"), r.require(m, "step")
@@ -429,6 +434,7 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
                                          f"(the scheme divides by βΔt², which would overflow)")
         return None
     adaptive = r.optional(m, "adaptive", r.boolean, False)
+    rtol, atol, max_step, ok = _tolerance(r, m, step, step_node)
     min_step = r.optional(m, "min_step", lambda n, p: r.number(n, p, ">0"), max(DEFAULT_MIN_STEP * step, SMALLEST_STEP))
     if min_step is not None and min_step < SMALLEST_STEP:
         r.report("time.min_step", m.get("min_step"), f"must be at least {SMALLEST_STEP:g} s, got "
@@ -438,9 +444,56 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
         r.report("time.min_step", m.get("min_step"),
                  f"must not exceed time.step ({step_node.value}), got {m.get('min_step').value}")
         return None
-    if adaptive is None or min_step is None:
+    if adaptive is None or min_step is None or not ok:
         return None
-    return TimeSpec(end=end, step=step, adaptive=adaptive, min_step=min_step)
+    return TimeSpec(end=end, step=step, adaptive=adaptive or rtol is not None, min_step=min_step, rtol=rtol,
+                    atol=atol, max_step=max_step)
+
+
+def _tolerance(r: Reader, m, step: float, step_node) -> tuple:
+    """``time.tolerance`` {rtol, atol} and ``time.max_step``: (rtol, atol, max_step, ok), every problem
+    reported (THEORY §14: the steps chosen by their error)."""
+    rtol = atol = max_step = None
+    ok = True
+    node = m.get("tolerance")
+    if node is not None and kind(node) != "null":
+        tm = r.mapping(node, "time.tolerance", ("rtol", "atol"))
+        if tm is None:
+            return None, None, None, False
+        values = {}
+        for key in ("rtol", "atol"):
+            if tm.get(key) is None:
+                continue
+            v = r.number(tm.get(key), tm.sub(key))
+            if v is None:
+                ok = False
+            elif not 0.0 < v <= 1.0:
+                unit = "m for positions, rad for rotations" if key == "atol" else "relative"
+                r.report(tm.sub(key), tm.get(key), f"must be in (0, 1] ({unit}), got {tm.get(key).value}")
+                ok = False
+            else:
+                values[key] = v
+        if tm.get("rtol") is None:
+            r.report("time.tolerance", node, "needs rtol (and optionally atol, default rtol): "
+                                             "time: {tolerance: {rtol: 1e-6, atol: 1e-6}}")
+            ok = False
+        rtol, atol = values.get("rtol"), values.get("atol")
+        if ok and atol is None:
+            atol = rtol
+    max_node = m.get("max_step")
+    if max_node is not None:
+        max_step = r.number(max_node, "time.max_step", ">0")
+        if max_step is None:
+            ok = False
+        elif rtol is None and ok and node is None:
+            r.report("time.max_step", max_node, "only with time.tolerance (error-controlled steps); with fixed "
+                                               "or cut-back steps time.step is the largest")
+            ok = False
+        elif max_step < step:
+            r.report("time.max_step", max_node, f"must not be below time.step ({step_node.value}), the first "
+                                               f"step, got {max_node.value}")
+            ok = False
+    return rtol, atol, max_step, ok
 
 
 def _integrator(r: Reader, node, path: str) -> Optional[IntegratorSpec]:
@@ -496,6 +549,8 @@ def _output(r: Reader, node, path: str, time: Optional[TimeSpec]) -> Optional[Ou
     interval = r.number(interval_node, m.sub("interval"), ">0")
     if interval is None or time is None:
         return None
+    if time.controlled:  # frames are interpolated between the steps: any interval
+        return OutputSpec(interval=interval, file=file)
     ratio = interval / time.step
     if not math.isfinite(ratio):
         r.report(m.sub("interval"), interval_node, f"is too many time steps ({ratio}) of {time.step:g}")

@@ -271,12 +271,24 @@ class LoadSpec:
 @dataclass(frozen=True)
 class TimeSpec:
     """``time``: end and step; with ``adaptive`` the step is the initial and
-    largest one and a failed step is halved down to ``min_step``."""
+    largest one and a failed step is halved down to ``min_step``.  With a
+    ``tolerance`` (``rtol``, ``atol``) the steps are chosen by their local error
+    (THEORY §14, :class:`mbsim.stepping.ErrorControl`): ``step`` is the first
+    one, ``max_step`` (default: unbounded) the largest, ``min_step`` the
+    smallest."""
 
     end: float
     step: float
     adaptive: bool = False
     min_step: Optional[float] = None  # resolved by the loader: default 1e-6 · step
+    rtol: Optional[float] = None  # time.tolerance.rtol (None: fixed steps, or adaptive cut-back only)
+    atol: Optional[float] = None  # time.tolerance.atol [m, rad] (resolved by the loader: default rtol)
+    max_step: Optional[float] = None  # time.max_step [s] (None: unbounded)
+
+    @property
+    def controlled(self) -> bool:
+        """Whether the steps are chosen by their error (``time.tolerance``)."""
+        return self.rtol is not None
 
 
 @dataclass(frozen=True)
