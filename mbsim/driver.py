@@ -566,7 +566,7 @@ class _Loop:
                 return s, ("failed", EXIT_SOLVER, res.status.value, message)
             new = replace(res.state, t=t1)
             acc1 = self._true_accelerations(new)
-            err, body, part = error_norm(h, beta, acc[:2], acc1[:2], s.r[:nm], new.r[:nm], rtol, atol)
+            err, body, part = error_norm(h, end, beta, acc[:2], acc1[:2], s.r[:nm], new.r[:nm], rtol, atol)
             who = culprit(body, part)
             if not ctl.judge(err, h, s.t, who):
                 stop = ctl.too_small(who)

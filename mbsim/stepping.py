@@ -19,6 +19,8 @@ from __future__ import annotations
 import math
 from typing import Optional
 
+from .scenario.spec import STEP_CONTROLLERS
+
 GROW_AFTER = 4
 EASY_ITERATIONS = 4
 # A step that has collapsed: this many accepted steps in a row, every one below COLLAPSED_FRACTION of
@@ -156,7 +158,7 @@ GROW_MAX, CUT_MAX, SAFETY = 2.0, 0.2, 0.9
 ORDER = 2
 PI_I, PI_P = 0.7 / ORDER, 0.4 / ORDER
 NEWTON_CUT = 0.25  # a step whose Newton iteration failed is tried again with this fraction of it
-CONTROLLERS = ("pi", "elementary")
+CONTROLLERS = STEP_CONTROLLERS
 
 
 class ErrorControl:
@@ -204,7 +206,7 @@ class ErrorControl:
     def judge(self, err: float, h: float, t: float, culprit: str = "") -> bool:
         """Step ``t`` → ``t + h`` has the local error norm ``err``: accepted (True) or not, and the next
         step (class docstring)."""
-        err = err * self.end / h if math.isfinite(err) else 1e10
+        err = err if math.isfinite(err) else 1e10
         ok = err <= 1.0
         e = max(err, 1e-10)
         if self.controller == "pi" and ok and not self.after_reject:
@@ -255,23 +257,23 @@ class ErrorControl:
         return None
 
 
-def error_norm(h: float, beta: float, acc0, acc1, r0, r1, rtol: float, atol: float) -> tuple[float, int, int]:
-    """THEORY §14: the local error ``e = Δt² |β − 1/6| (ẍ_{n+1} − ẍ_n)`` of every moving body's
-    translation and rotation from the true accelerations ``acc0``, ``acc1`` = (a, α) (n, 3) each, and its
-    RMS norm weighted by ``atol + rtol |r|`` (translations: the larger |coordinate| of ``r0``, ``r1``) and
-    ``atol`` (rotations, rad).  Returns (norm, body, part): the body and part (0 translation, 1 rotation)
-    whose weighted error is largest."""
+def error_norm(h: float, span: float, beta: float, acc0, acc1, r0, r1, rtol: float, atol: float) -> tuple:
+    """THEORY §14's local error ``e = Δt² |β − 1/6| (ẍ_{n+1} − ẍ_n)`` of every moving body's translation
+    and rotation, from the true accelerations ``acc0``, ``acc1`` = (a, α) (n, 3) each, and its RMS norm
+    over the components, each weighted by its share of the run, ``s · h/T`` (T = ``span``, the run's
+    length: the error per unit step, docs/stepping.md), with ``s = atol + rtol |r|`` for a coordinate of
+    a centre (|r| the larger of ``r0``, ``r1``) and ``s = atol`` (rad) for a rotation.  Returns (norm,
+    body, part): the body and part (0 translation, 1 rotation) whose weighted error is largest."""
     import numpy as np
-    c = h * h * abs(beta - 1.0 / 6.0)
-    et = c * (acc1[0] - acc0[0]) / (atol + rtol * np.maximum(np.abs(r0), np.abs(r1)))
-    er = c * (acc1[1] - acc0[1]) / atol
-    both = np.stack((np.linalg.norm(et, axis=1), np.linalg.norm(er, axis=1)), axis=1)  # (n, 2)
-    n = both.shape[0]
+    n = acc0[0].shape[0]
     if n == 0:
         return 0.0, -1, 0
-    norm = float(np.sqrt((np.sum(et * et) + np.sum(er * er)) / (6 * n)))
-    body, part = np.unravel_index(int(np.argmax(both)), both.shape)
-    return norm, int(body), int(part)
+    c = h * h * abs(beta - 1.0 / 6.0) * span / h
+    wt = c * (acc1[0] - acc0[0]) / (atol + rtol * np.maximum(np.abs(r0), np.abs(r1)))
+    wr = c * (acc1[1] - acc0[1]) / atol
+    parts = np.stack((np.linalg.norm(wt, axis=1), np.linalg.norm(wr, axis=1)), axis=1)
+    body, part = np.unravel_index(int(np.argmax(parts)), parts.shape)
+    return math.sqrt((float(np.sum(wt * wt)) + float(np.sum(wr * wr))) / (6 * n)), int(body), int(part)
 
 
 def collapsed(ctl, t: float) -> Optional[str]:
@@ -294,7 +296,7 @@ def controller_for(scenario, t0: float = 0.0):
     """The controller a scenario asks for."""
     tm = scenario.time
     if tm.controlled:
-        return ErrorControl(tm, t0)
+        return ErrorControl(tm, t0, tm.controller)
     if tm.adaptive:
         return AdaptiveSteps(tm.end, tm.step, scenario.output.interval, tm.min_step, t0)
     return FixedSteps(tm.end, tm.step, scenario.output.interval, t0)

@@ -660,6 +660,165 @@ def _judge(name, words, unit, runs, errs, floor, tol) -> QuantityOrder:
                          f"{text} ({word} {ords}; {expected}{band}) — NOT second order")
 
 
+# ---------------------------------------------------------------------------------------------------
+# error-controlled steps (time.tolerance): tolerance proportionality instead of the order in Δt
+# ---------------------------------------------------------------------------------------------------
+TOLERANCE_MULTIPLE = 50.0  # a run passes when its position and rotation errors are within this × its atol
+SLOPE_BAND = (0.6, 1.4)  # the log-log slope of the error against the tolerance, per decade
+
+
+@dataclass
+class ToleranceRun:
+    """One error-controlled run of :func:`verify_tolerance` (rtol and atol of the scenario divided by
+    ``divisor``)."""
+
+    rtol: float
+    atol: float
+    label: str
+    status: str
+    message: str
+    steps: int
+    rejected_steps: int
+    newton_iterations: int
+    wall_time_s: float
+    frames: int
+    smallest_step: Optional[float] = None
+    largest_step: Optional[float] = None
+    frames_data: Optional[dict] = field(default=None, repr=False)
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+    def to_dict(self) -> dict:
+        return {"rtol": self.rtol, "atol": self.atol, "label": self.label, "status": self.status,
+                "message": self.message, "steps": self.steps, "rejected_steps": self.rejected_steps,
+                "newton_iterations": self.newton_iterations, "wall_time_s": self.wall_time_s, "frames": self.frames,
+                "smallest_step": self.smallest_step, "largest_step": self.largest_step}
+
+
+@dataclass
+class ToleranceReport:
+    """Outcome of :func:`verify_tolerance`: per run the errors of every quantity against the reference
+    (``errors[name]``, as :func:`verify` measures them), the log-log slopes of the error against the
+    tolerance between consecutive runs (``slopes[name]``; None below the floor), and for position and
+    rotation, which the tolerance controls (atol in m and rad), the verdicts."""
+
+    scenario: str
+    end: float
+    interval: float
+    runs: list
+    reference: ReferenceRun
+    errors: dict
+    slopes: dict
+    floors: dict
+    verdicts: list
+    multiple: float = TOLERANCE_MULTIPLE
+    band: tuple = SLOPE_BAND
+    judged_ok: bool = False
+
+    @property
+    def interrupted(self) -> bool:
+        return any(r.status == "interrupted" for r in self.runs)
+
+    @property
+    def runs_ok(self) -> bool:
+        return all(r.ok for r in self.runs) and self.reference.ok
+
+    @property
+    def passed(self) -> bool:
+        return self.runs_ok and self.judged_ok
+
+    def to_dict(self) -> dict:
+        return {"scenario": self.scenario, "end": self.end, "interval": self.interval, "mode": "tolerance",
+                "multiple": self.multiple, "slope_band": list(self.band), "passed": self.passed,
+                "runs": [r.to_dict() for r in self.runs], "reference": self.reference.to_dict(),
+                "errors": self.errors, "slopes": self.slopes, "floors": self.floors, "verdicts": list(self.verdicts)}
+
+
+def verify_tolerance(scenario: Scenario, *, end: Optional[float] = None, divisors: Sequence[float] = (1, 10, 100),
+                     reference_rtol: float = 1e-11, on_run: Optional[Callable] = None) -> ToleranceReport:
+    """Tolerance proportionality of a scenario with error-controlled steps (``time.tolerance``,
+    docs/stepping.md): runs at its rtol and atol divided by each of ``divisors`` (default tol, tol/10,
+    tol/100), the reference solver at their frame times, and per quantity the largest error over frames
+    and bodies.  Position and rotation (what atol bounds, in m and rad) pass when every run's error is
+    within :data:`TOLERANCE_MULTIPLE` × its atol and each slope of log error against log tolerance lies
+    in :data:`SLOPE_BAND` (or the errors are at the floor: the reference's own error or round-off)."""
+    tm = scenario.time
+    if not tm.controlled:
+        raise ValueError("the scenario has no time.tolerance: verify() measures its order in Δt")
+    span = float(tm.end if end is None else end)
+    ds = tuple(float(d) for d in divisors)
+    if len(ds) < 2 or any(not (d > 0) for d in ds) or any(b <= a for a, b in zip(ds, ds[1:])):
+        raise ValueError(f"divisors must be at least two increasing positive numbers, got {ds}")
+    runs = []
+    for d in ds:
+        label = "tol" if d == 1 else f"tol/{d:g}"
+        rtol, atol = (float(f"{x / d:.12g}") for x in (tm.rtol, tm.atol))  # (1e-6, not 1.0000000000000002e-06)
+        sc = replace(scenario, time=replace(tm, rtol=rtol, atol=atol, end=span))
+        s = driver.run(sc, write=False, keep_frames=True)
+        run = ToleranceRun(rtol, atol, label, s.status, s.message, s.steps, s.rejected_steps,
+                           s.newton_iterations, s.wall_time_s, s.frames, s.smallest_step, s.largest_step,
+                           s.frames_data if s.status == "completed" else None)
+        runs.append(run)
+        if on_run is not None:
+            on_run(run)
+        if s.status == "interrupted":
+            break
+    done = [r for r in runs if r.ok]
+    ref_atol = reference_rtol / 10
+    errors, slopes, floors, verdicts, ok = {}, {}, {}, [], False
+    if any(r.status == "interrupted" for r in runs):
+        ref = ReferenceRun("skipped", "verification interrupted", "DOP853", reference_rtol, ref_atol)
+    elif not done:
+        ref = ReferenceRun("skipped", "no run completed", "DOP853", reference_rtol, ref_atol)
+    else:
+        ref, ref_frames, check_frames = _reference(scenario, done, reference_rtol, ref_atol)
+    if on_run is not None and ref.status != "skipped":
+        on_run(ref)
+    if ref.ok:
+        ref_error, _ = _errors_and_scales(check_frames, ref_frames)
+        t_ref = ref_frames["time"]
+        n_steps = max(r.steps for r in done)
+        for i, r in enumerate(runs):
+            if not r.ok:
+                continue
+            f = r.frames_data
+            idx = np.clip(np.searchsorted(t_ref, f["time"] - 1e-9 * max(float(t_ref[-1]), 1e-300)), 0, t_ref.size - 1)
+            e, sc_ = _errors_and_scales(f, {k: v[idx] for k, v in ref_frames.items()
+                                            if k.startswith(("bodies/", "energy/"))})
+            for name, _, _ in _QUANTITIES:
+                errors.setdefault(name, [None] * len(runs))[i] = e[name]
+                floors[name] = max(floors.get(name, 0.0), ref_error[name],
+                                   ROUND_OFF_FACTOR * n_steps * np.finfo(float).eps * sc_[name])
+        for name in errors:
+            sl = []
+            for i in range(len(runs) - 1):
+                a, b = errors[name][i], errors[name][i + 1]
+                good = a is not None and b is not None and a > floors[name] and b > floors[name]
+                sl.append(math.log(a / b) / math.log(ds[i + 1] / ds[i]) if good else None)
+            slopes[name] = sl
+        ok = True
+        for name, words, unit in _QUANTITIES[:2]:
+            errs = errors[name]
+            worst = max((e / r.atol for e, r in zip(errs, runs) if e is not None), default=math.nan)
+            measured = [p for p in slopes[name] if p is not None]
+            within = worst <= TOLERANCE_MULTIPLE or all(e is None or e <= floors[name] for e in errs)
+            proportional = all(SLOPE_BAND[0] <= p <= SLOPE_BAND[1] for p in measured)
+            ok = ok and within and proportional
+            sl = " and ".join(f"{p:.2f}" for p in measured) or "not measurable (at the floor)"
+            verdicts.append(f"{words}: errors {', '.join(_e(e) if e is not None else '-' for e in errs)} {unit}, "
+                            f"at most {worst:.3g} × atol ({'within' if within else 'beyond'} "
+                            f"{TOLERANCE_MULTIPLE:g} ×); slope per decade {sl} (expected "
+                            f"{SLOPE_BAND[0]:g} … {SLOPE_BAND[1]:g}) — "
+                            f"{'OK' if within and proportional else 'NOT proportional' if within else 'NOT within'}")
+    for r in runs:
+        r.frames_data = None
+    interval = scenario.output.interval
+    return ToleranceReport(scenario.name, span, interval, runs, ref, errors, slopes, floors, verdicts,
+                           judged_ok=ok)
+
+
 def _g(x) -> str:
     return f"{float(x):.6g}"
 
@@ -668,6 +827,6 @@ def _e(x) -> str:
     return f"{float(x):.2g}" if x == 0 else f"{float(x):.2e}"
 
 
-__all__ = ["verify", "diagnose", "load_kinks", "VerifyReport", "StepRun", "ReferenceRun", "QuantityOrder",
+__all__ = ["verify", "verify_tolerance", "ToleranceReport", "ToleranceRun", "TOLERANCE_MULTIPLE", "diagnose", "load_kinks", "VerifyReport", "StepRun", "ReferenceRun", "QuantityOrder",
            "EXPECTED_ORDER",
            "ORDER_TOLERANCE", "ROUND_OFF_FACTOR", "REFERENCE_CHECK_FACTOR"]

@@ -61,6 +61,11 @@ def _cmd_verify(args) -> int:
         return EXIT_INVALID
     step = args.step if args.step is not None else sc.time.step
     end = args.end if args.end is not None else sc.time.end
+    if sc.time.controlled and args.step is None:
+        return _verify_tolerance(args, sc, end)
+    if sc.time.controlled:  # --step: the order in Δt of the scheme itself, at fixed steps
+        from dataclasses import replace
+        sc = replace(sc, time=replace(sc.time, rtol=None, atol=None, max_step=None))
     if not args.json:
         _out(f"verifying {sc.name} ({_describe(sc, end, with_step=False)}) at Δt = {_g(step)} s, Δt/2, Δt/4 and with the reference solver")
         _out(f"  {'run':<10}{'Δt [s]':>10}{'steps':>8}{'Newton':>9}{'wall time':>12}")
@@ -100,6 +105,65 @@ def _cmd_verify(args) -> int:
         _out(format_verify(rep, sc))
     if code in (EXIT_SOLVER, EXIT_INTERRUPTED):
         _err(_verify_problem(rep, args))
+    return code
+
+
+def _verify_tolerance(args, sc, end) -> int:
+    """``mbsim verify`` of a scenario with ``time.tolerance``: tolerance proportionality (docs/stepping.md)."""
+    from ..verify import ToleranceRun, verify_tolerance
+    if not args.json:
+        _out(f"verifying {sc.name} ({_describe(sc, end, with_step=False)}) with error-controlled steps at its "
+             f"tolerance (rtol {_g(sc.time.rtol)}, atol {_g(sc.time.atol)}), a tenth and a hundredth of it, and "
+             f"with the reference solver")
+        _out(f"  {'run':<10}{'atol':>10}{'steps':>8}{'rejected':>10}  {'Δt from … to [s]':<28}{'wall time':>10}")
+
+    def on_run(r):
+        if args.json:
+            return
+        if isinstance(r, ToleranceRun):
+            state = "" if r.ok else f"   {r.status.upper()}: {r.message}"
+            span = f"{_g(r.smallest_step)} … {_g(r.largest_step)}" if r.smallest_step is not None else "-"
+            _out(f"  {r.label:<10}{_g(r.atol):>10}{r.steps:>8}{r.rejected_steps:>10}  {span:<28}"
+                 f"{r.wall_time_s:>8.3g} s{state}")
+        else:
+            _out(f"  reference {r.method} (rtol {_g(r.rtol)}, checked at {_g(r.check_rtol)}): "
+                 + (f"{r.nfev} right-hand-side evaluations, {r.wall_time_s:.3g} s" if r.ok else "FAILED"))
+    try:
+        with _sigterm_as_interrupt():
+            rep = verify_tolerance(sc, end=end, reference_rtol=args.reference_rtol, on_run=on_run)
+    except ValueError as exc:
+        _err(f"{exc}; adjust --end")
+        return EXIT_INVALID
+    code = (EXIT_INTERRUPTED if rep.interrupted else EXIT_SOLVER if not rep.runs_ok
+            else EXIT_DIFFERENCES if not rep.passed else EXIT_OK)
+    if args.json:
+        _out(json.dumps(_plain({"scenario_file": args.scenario, **rep.to_dict(), "exit_code": code}),
+                        indent=2, ensure_ascii=False))
+        return code
+    if rep.errors:
+        lines = ["", f"  largest error over the frames (every {_g(rep.interval)} s) and bodies, and the slope of "
+                     f"log error against log tolerance per decade:",
+                 "  " + f"{'':<24}" + "".join(f"{r.label:>11}" for r in rep.runs) + f"{'slopes':>14}"]
+        from ..verify import _QUANTITIES
+        for name, words, unit in _QUANTITIES:
+            errs = "".join(f"{'-' if e is None else _num(e):>11}" for e in rep.errors.get(name, []))
+            sl = "".join(f"{'-' if p is None else f'{p:.2f}':>7}" for p in rep.slopes.get(name, []))
+            lines.append(f"  {words + ' [' + unit + ']':<24}{errs}{sl}")
+        lines += ["", "verdict:"] + [f"  {v}" for v in rep.verdicts]
+        _out("\n".join(lines))
+    _out("")
+    if rep.interrupted:
+        _out("interrupted: the verification did not finish")
+    elif not rep.runs_ok:
+        bad = next((r for r in rep.runs if not r.ok), None)
+        _out("NOT VERIFIED: " + (f"the run at {bad.label} {bad.status}: {bad.message}" if bad else
+                                 f"the reference solver failed: {rep.reference.message}"))
+    elif rep.passed:
+        _out(f"tolerance proportionality confirmed: the position and rotation errors follow the tolerance and "
+             f"stay within {rep.multiple:g} × atol")
+    else:
+        _out("NOT proportional to the tolerance (see the verdicts): a smaller time.step as the first step, a "
+             "time.max_step, or fixed steps (mbsim verify --step DT measures their order)")
     return code
 
 

@@ -31,7 +31,8 @@ regrowth (mbsim.stepping); ``time.min_step`` (> 0, ≤ ``time.step``, default
 1e-6 · ``time.step``) is the smallest step it may cut to.  With
 ``time.tolerance`` (SCENARIO.md; ``rtol`` in (0, 1], ``atol`` in (0, 1] m or
 rad, default ``rtol``) the steps are error-controlled, ``time.max_step`` (≥
-``time.step``, default unbounded) the largest, and ``output.interval`` any
+``time.step``, default unbounded) the largest, ``time.controller`` (``pi``,
+default, or ``elementary``) the step-size rule, and ``output.interval`` any
 positive value.
 """
 from __future__ import annotations
@@ -50,6 +51,7 @@ import numpy as np
 import yaml
 
 from .errors import Problem, ScenarioError
+from .spec import STEP_CONTROLLERS
 from .spec import (
     DRIVEN, JOINT_TYPES, METHODS, TANGENTS, WORLD, BodySpec, Constant, ConnectorSpec, IntegratorSpec, JointSpec,
     LoadSpec, OutputSpec, Ramp, Scenario, Sine, SmoothRamp, StaticsSpec, Table, TimeSpec, frozen_array,
@@ -417,7 +419,7 @@ def _items(r: Reader, m: Map, key: str, read) -> list:
 def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
     node = r.require(top, "time")
     m = None if node is None else r.mapping(node, "time", ("end", "step", "adaptive", "min_step", "tolerance",
-                                                           "max_step"))
+                                                           "max_step", "controller"))
     if m is None:
         return None
     end_node, step_node = r.require(m, "end"), r.require(m, "step")
@@ -435,6 +437,11 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
         return None
     adaptive = r.optional(m, "adaptive", r.boolean, False)
     rtol, atol, max_step, ok = _tolerance(r, m, step, step_node)
+    controller = r.optional(m, "controller", lambda n, p: r.choice(n, p, STEP_CONTROLLERS, "controller"), "pi")
+    if m.get("controller") is not None and rtol is None and ok:
+        r.report("time.controller", m.get("controller"), "only with time.tolerance (error-controlled steps)")
+        ok = False
+    ok = ok and controller is not None
     min_step = r.optional(m, "min_step", lambda n, p: r.number(n, p, ">0"), max(DEFAULT_MIN_STEP * step, SMALLEST_STEP))
     if min_step is not None and min_step < SMALLEST_STEP:
         r.report("time.min_step", m.get("min_step"), f"must be at least {SMALLEST_STEP:g} s, got "
@@ -447,7 +454,7 @@ def _time(r: Reader, top: Map) -> Optional[TimeSpec]:
     if adaptive is None or min_step is None or not ok:
         return None
     return TimeSpec(end=end, step=step, adaptive=adaptive or rtol is not None, min_step=min_step, rtol=rtol,
-                    atol=atol, max_step=max_step)
+                    atol=atol, max_step=max_step, controller=controller)
 
 
 def _tolerance(r: Reader, m, step: float, step_node) -> tuple:

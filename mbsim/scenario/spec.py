@@ -268,6 +268,9 @@ class LoadSpec:
     name: str = ""  # ``name``, default ``<type>-<index>`` (force-0, torque-1, ...): an input of mbsim.linearize
 
 
+STEP_CONTROLLERS = ("pi", "elementary")  # time.controller: the rules of mbsim.stepping.ErrorControl
+
+
 @dataclass(frozen=True)
 class TimeSpec:
     """``time``: end and step; with ``adaptive`` the step is the initial and
@@ -284,6 +287,7 @@ class TimeSpec:
     rtol: Optional[float] = None  # time.tolerance.rtol (None: fixed steps, or adaptive cut-back only)
     atol: Optional[float] = None  # time.tolerance.atol [m, rad] (resolved by the loader: default rtol)
     max_step: Optional[float] = None  # time.max_step [s] (None: unbounded)
+    controller: str = "pi"  # time.controller (an mbsim extension): 'pi' or 'elementary'
 
     @property
     def controlled(self) -> bool:
