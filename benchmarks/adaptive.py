@@ -40,7 +40,7 @@ sys.path.insert(0, str(HERE.parent))
 import numpy as np  # noqa: E402
 
 from mbsim import driver  # noqa: E402
-from mbsim.scenario.spec import STEP_CONTROLLERS  # noqa: E402
+from mbsim.stepping import CONTROLLERS  # noqa: E402
 from mbsim.reference import solve_reference  # noqa: E402
 from mbsim.scenario import load_scenario  # noqa: E402
 from mbsim.verify import _equilibrium_start, _errors_and_scales  # noqa: E402  (mbsim verify's own measures)
@@ -122,7 +122,7 @@ def main(argv=None) -> int:
     ap.add_argument("--tols", nargs="+", type=float, default=[1e-4, 1e-5, 1e-6, 1e-7, 1e-8])
     ap.add_argument("--end", type=float, default=None, help="simulated span [s] (default: the example's, ≤ 1 s)")
     ap.add_argument("--halvings", type=int, default=2, help="fixed runs at Δt, Δt/2, … (default 2 halvings)")
-    ap.add_argument("--controller", choices=STEP_CONTROLLERS, default="pi")
+    ap.add_argument("--controller", choices=CONTROLLERS, default="pi")
     args = ap.parse_args(argv)
     names = args.only or sorted(p.stem for p in (HERE.parent / "scenarios").glob("*.yaml") if p.stem not in SKIP)
     summary = []

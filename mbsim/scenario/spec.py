@@ -268,7 +268,9 @@ class LoadSpec:
     name: str = ""  # ``name``, default ``<type>-<index>`` (force-0, torque-1, ...): an input of mbsim.linearize
 
 
-STEP_CONTROLLERS = ("pi", "elementary")  # time.controller: the rules of mbsim.stepping.ErrorControl
+# time.controller: the rules of mbsim.stepping.ErrorControl (its CONTROLLERS: stepping imports nothing of
+# mbsim, the layers of docs/develop.md; tests/verification/test_error_control.py checks they agree)
+STEP_CONTROLLERS = ("pi", "elementary")
 
 
 @dataclass(frozen=True)

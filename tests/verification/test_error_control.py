@@ -177,6 +177,11 @@ def test_bad_tolerances_are_refused_with_the_scenarios_other_problems():
     sc = scenario_from_dict(spinning_spring(time={"end": 1.0, "step": 0.01, "tolerance": {"rtol": 1e-5}},
                                             interval=0.0137))
     assert sc.time.atol == 1e-5 and sc.time.controlled and sc.output.interval == 0.0137
+    from mbsim.scenario.spec import STEP_CONTROLLERS
+    from mbsim.stepping import CONTROLLERS
+    assert STEP_CONTROLLERS == CONTROLLERS
+    with pytest.raises(ScenarioError, match="time.controller"):
+        scenario_from_dict(spinning_spring(time={"end": 1.0, "step": 0.01, "controller": "pi"}))
 
 
 def test_a_controlled_run_is_not_resumed(tmp_path):
