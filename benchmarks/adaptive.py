@@ -22,6 +22,7 @@ Usage::
     python benchmarks/adaptive.py                                  # every example (minutes)
     python benchmarks/adaptive.py --only iftomm_a03_andrews pendulum --tols 1e-5 1e-6 1e-7
     python benchmarks/adaptive.py --controller elementary          # the other controller (time.controller)
+    python benchmarks/adaptive.py --figure docs/adaptive.png --exudyn-python /work/exu/bin/python
 """
 from __future__ import annotations
 
@@ -116,6 +117,52 @@ def report(r: dict) -> dict:
     return {"name": r["name"], "slope": slope, "worst": worst, "gain": gain}
 
 
+def figure(path: str, args) -> None:
+    """The work-precision diagram of bump_stop: the error against the wall time of the time loop, for fixed
+    steps (Δt … Δt/32), error-controlled steps (``--tols``) and, with ``--exudyn-python``, Exudyn at fixed
+    steps on the same model (benchmarks/_exudyn_bump_stop.py: the hub's height at the frame times)."""
+    import json
+    import subprocess
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    sc = load_scenario(HERE.parent / "scenarios" / "bump_stop.yaml")
+    times = np.append(np.arange(0.0, sc.time.end - 1e-9, sc.output.interval), sc.time.end)
+    ref = solve_reference(sc, times, rtol=1e-11, atol=1e-12).frames()
+    curves = {"mbsim, fixed steps": [], "mbsim, time.tolerance": [], "Exudyn 1.13, fixed steps": []}
+    for k in range(6):
+        s, _ = run(replace(sc, time=replace(sc.time, step=sc.time.step / 2 ** k)))
+        curves["mbsim, fixed steps"].append((s.wall_time_s, error_of(s.frames_data, ref)))
+    for tol in args.tols:
+        s, _ = run(replace(sc, time=replace(sc.time, rtol=tol, atol=tol, adaptive=True)))
+        curves["mbsim, time.tolerance"].append((s.wall_time_s, error_of(s.frames_data, ref)))
+    if args.exudyn_python:
+        zref = ref["bodies/position"][:, 0, 2]
+        for k in range(6):
+            h = sc.time.step / 2 ** k
+            out = subprocess.run([args.exudyn_python, str(HERE / "_exudyn_bump_stop.py"), "--step", repr(h)],
+                                 capture_output=True, text=True, check=True).stdout.strip().splitlines()[-1]
+            r = json.loads(out)
+            t, z = np.asarray(r["time"]), np.asarray(r["z"])
+            zi = np.interp(times, t, z)  # (the frames are at steps: this picks them)
+            curves["Exudyn 1.13, fixed steps"].append((r["wall_s"], float(np.abs(zi - zref).max())))
+    fig, ax = plt.subplots(figsize=(6.4, 4.4))
+    for (label, pts), style in zip(curves.items(), ("o-", "s-", "^--")):
+        if pts:
+            w, e = zip(*pts)
+            ax.loglog(w, e, style, label=label)
+    ax.set_xlabel("wall time of the time loop [s]")
+    ax.set_ylabel("largest position error [m]")
+    ax.set_title("bump_stop: error against work (2 cores, one used)")
+    ax.grid(True, which="both", alpha=0.3)
+    ax.legend()
+    fig.tight_layout()
+    fig.savefig(path, dpi=110)
+    for label, pts in curves.items():
+        print(f"{label}: " + ", ".join(f"({w:.3g} s, {e:.2e} m)" for w, e in pts))
+    print(f"wrote {path}")
+
+
 def main(argv=None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--only", nargs="+", help="example names (default: every scenarios/*.yaml)")
@@ -123,7 +170,12 @@ def main(argv=None) -> int:
     ap.add_argument("--end", type=float, default=None, help="simulated span [s] (default: the example's, ≤ 1 s)")
     ap.add_argument("--halvings", type=int, default=2, help="fixed runs at Δt, Δt/2, … (default 2 halvings)")
     ap.add_argument("--controller", choices=CONTROLLERS, default="pi")
+    ap.add_argument("--figure", metavar="PATH", help="draw the work-precision diagram of bump_stop to PATH and stop")
+    ap.add_argument("--exudyn-python", metavar="PY", help="the Python of an Exudyn environment (for --figure)")
     args = ap.parse_args(argv)
+    if args.figure:
+        figure(args.figure, args)
+        return 0
     names = args.only or sorted(p.stem for p in (HERE.parent / "scenarios").glob("*.yaml") if p.stem not in SKIP)
     summary = []
     for name in names:
