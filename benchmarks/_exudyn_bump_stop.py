@@ -11,7 +11,7 @@ The model: the 25 kg hub as an ``ObjectMassPoint`` at (0, 0, 0.3) moving down at
 (``LoadMassProportional``); from the ground at the origin the coil spring (k = 20 000 N/m, rest length
 0.31226 m) and the damper (400 N s/m along the line) as ``ObjectConnectorSpringDamper``, and the bump stop
 as a third one whose ``springForceUserFunction`` is the scenario's force curve (tension against L − 0.3 m,
-linear between its points and beyond its ends).  Every force acts along z, so the point moves along z
+as mbsim reads it: SciPy's PCHIP between its points, linear with the end slopes beyond them).  Every force acts along z, so the point moves along z
 only, as the hub does on its prismatic strut in mbsim (which also keeps it from turning: the point has
 no rotation).  Generalized-α with spectral radius 0.9 (mbsim's default), initial accelerations computed,
 Exudyn's default Newton; the hub's height recorded by a node sensor kept in memory at every step.
@@ -28,14 +28,21 @@ import numpy as np
 CURVE = np.array([[-0.10, -22000.0], [-0.08, -6000.0], [-0.07, -1200.0], [-0.06, 0.0], [0.50, 0.0]])
 
 
-def tension(d: float) -> float:
-    """The force curve: linear between its points and beyond its ends (as mbsim's force_curve)."""
-    x, f = CURVE[:, 0], CURVE[:, 1]
-    if d <= x[0]:
-        return float(f[0] + (f[1] - f[0]) / (x[1] - x[0]) * (d - x[0]))
-    if d >= x[-1]:
-        return float(f[-1] + (f[-1] - f[-2]) / (x[-1] - x[-2]) * (d - x[-1]))
-    return float(np.interp(d, x, f))
+def tension_curve():
+    """The force curve as mbsim reads it (docs/scenario.md): the monotone cubic of Fritsch and Carlson
+    (SciPy's PchipInterpolator) between the points, linear with the end slopes beyond them."""
+    from scipy.interpolate import PchipInterpolator
+    p = PchipInterpolator(CURVE[:, 0], CURVE[:, 1])
+    dp = p.derivative()
+    x0, x1 = CURVE[0, 0], CURVE[-1, 0]
+
+    def tension(d: float) -> float:
+        if d < x0:
+            return float(CURVE[0, 1] + dp(x0) * (d - x0))
+        if d > x1:
+            return float(CURVE[-1, 1] + dp(x1) * (d - x1))
+        return float(p(d))
+    return tension
 
 
 def main(argv=None) -> int:
@@ -51,7 +58,7 @@ def main(argv=None) -> int:
     mbs = sc.AddSystem()
     ground = mbs.AddObject(ObjectGround(referencePosition=[0, 0, 0]))
     node = mbs.AddNode(NodePoint(referenceCoordinates=[0, 0, 0.3], initialVelocities=[0, 0, -3.0]))
-    hub = mbs.AddObject(ObjectMassPoint(physicsMass=25.0, nodeNumber=node))
+    hub = mbs.AddObject(ObjectMassPoint(mass=25.0, nodeNumber=node))
     m_ground = mbs.AddMarker(MarkerBodyPosition(bodyNumber=ground, localPosition=[0, 0, 0]))
     m_hub = mbs.AddMarker(MarkerNodePosition(nodeNumber=node))
     mbs.AddLoad(LoadMassProportional(markerNumber=mbs.AddMarker(MarkerBodyMass(bodyNumber=hub)), loadVector=[0, 0, -9.81]))
@@ -59,6 +66,8 @@ def main(argv=None) -> int:
                                               referenceLength=0.31226, damping=0.0))
     mbs.AddObject(ObjectConnectorSpringDamper(markerNumbers=[m_ground, m_hub], stiffness=0.0, referenceLength=0.3,
                                               damping=400.0))
+
+    tension = tension_curve()
 
     def stop(mbs_, t, item, deltaL, deltaL_t, stiffness, damping, f0):
         return tension(deltaL)
@@ -74,10 +83,10 @@ def main(argv=None) -> int:
     ti.verboseMode = 0
     ti.generalizedAlpha.spectralRadius = 0.9
     ti.generalizedAlpha.computeInitialAccelerations = True
-    s.solutionSettings.writeSolutionToFile = False
-    s.solutionSettings.sensorsWritePeriod = args.step
-    s.displayComputationTime = False
-    s.displayStatistics = False
+    s.solution.file.write = False
+    s.solution.sensors.writePeriod = args.step
+    s.show.computationTime = False
+    s.show.statistics = False
     t0 = time.perf_counter()
     ok = mbs.SolveDynamic(s)
     wall = time.perf_counter() - t0
