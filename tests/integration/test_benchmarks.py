@@ -83,3 +83,12 @@ def test_modes_benchmark_runs_and_agrees_with_the_joint_angle_reference(tmp_path
     assert "skipped" not in row["mbsim"], row["mbsim"]
     np.testing.assert_allclose(row["mbsim"]["frequency"], row["reference"], rtol=1e-10)
     assert row["mbsim"]["process_s"] > 0
+
+
+def test_adaptive_benchmark_prints_its_table():
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "adaptive.py"), "--only", "bump_stop",
+                        "--tols", "1e-4", "1e-5", "--end", "0.3", "--halvings", "1"],
+                       capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    assert re.search(r"^bump_stop\s+\d\.\d\d\s+\d+\.\d\s+\d+\.\d\d$", r.stdout, re.M), r.stdout
+    assert r.stdout.count("fixed steps for that error") == 2
