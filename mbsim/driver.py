@@ -532,6 +532,8 @@ class _Loop:
         between the accepted states (:mod:`mbsim.mechanics.interpolate`), never landed on.  Returns the
         last state and (status, exit code, failure, message); the message of a completed run is made by
         the caller."""
+        if self.on_step is None and getattr(self.integ, "can_advance", False):
+            return self._controlled_compiled(s, ctl, bar)
         from .mechanics.interpolate import state_between
         from .stepping import error_norm
         integ, sc, model = self.integ, self.sc, self.model
@@ -608,6 +610,71 @@ class _Loop:
                 message = f"at t = {s.t:.9g} s {stop}. The last frame stored is at t = {self.last_frame_t:.9g} s."
                 return s, ("failed", EXIT_SOLVER, "collapsed", message)
             last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
+        return s, ("completed", EXIT_OK, "", "")
+
+    def _controlled_compiled(self, s, ctl, bar):
+        """:meth:`_controlled` in compiled calls (:meth:`GeneralizedAlpha.advance_controlled`), each of
+        about CALL_SECONDS, the frames of each handed to the writer together; ``ctl`` (the
+        :class:`mbsim.stepping.ErrorControl`) keeps the counts and says what the summary says."""
+        from .integrators import controlled as kc
+        integ, sc, model = self.integ, self.sc, self.model
+        tm = sc.time
+        nm = model.n_moving
+        if self._fbuf is None:
+            B, C, J = model.n_bodies, model.n_connectors, model.n_joints
+            self._fcap = int(max(1, min(FRAMES_PER_CALL, BLOCK_BYTES // resources.frame_bytes(B, C, J))))
+            self._fbuf = kfr.buffers(B, C, self._fcap, J)
+        mem = np.zeros(kc.N_CTL)
+        mem[kc.H], mem[kc.ERR_PREV], mem[kc.H_MIN], mem[kc.T_NOW] = ctl.dt, ctl.err_prev, np.inf, s.t
+        mem[kc.J_NEXT] = float(np.floor(s.t / sc.output.interval + 1e-9) + 1)
+        a, al, _ = integ.accelerations(s)
+        acc0 = np.ascontiguousarray(np.hstack((a[:nm], al[:nm])))
+        settings = (tm.rtol, tm.atol, tm.min_step, ctl.largest, tm.end, 1.0 if ctl.controller == "pi" else 0.0,
+                    sc.output.interval, tm.step)
+        last_bar, per_step, chunk = 0.0, None, 64
+        while not ctl.done(s.t):
+            self._check_signal()
+            self.first_run.poll()
+            t0 = time.perf_counter()
+            s, nf, (times, its, res, steps), why, status = integ.advance_controlled(
+                s, mem, settings, acc0, self._fbuf, tm.end, chunk)
+            taken = int(status[0])
+            if taken:  # aim at CALL_SECONDS per call: a responsive progress bar and Ctrl-C
+                per_step = (time.perf_counter() - t0) / taken
+                chunk = int(max(16, min(1_000_000, CALL_SECONDS / per_step)))
+            ctl.dt, ctl.err_prev, ctl.after_reject = float(mem[kc.H]), float(mem[kc.ERR_PREV]), bool(mem[kc.AFTER_REJECT])
+            ctl.rejected, ctl.accepted_steps = int(mem[kc.REJECTED]), int(mem[kc.ACCEPTED])
+            ctl.h_min, ctl.h_max = float(mem[kc.H_MIN]), float(mem[kc.H_MAX])
+            ctl.small, ctl.small_t0 = int(mem[kc.SMALL]), float(mem[kc.SMALL_T0])
+            s = replace(s, t=float(mem[kc.T_NOW]))
+            self.s_now = s
+            if nf:
+                self._frames(nf, times, its, res, steps)
+            body = int(mem[kc.BODY])
+            who = f"body '{model.names[body]}' ({'rotation' if mem[kc.PART] else 'translation'})" if body >= 0 else ""
+            if why == kc.NEWTON_FAILED:  # (taken once more step by step: the step's own diagnosis)
+                h = max(float(mem[kc.H]), tm.min_step)
+                res = integ.step(integ.rescaled(s, h), h)
+                said = res.message if not res.ok else "the new state is not finite"
+                message = (f"the step from t = {s.t:.9g} s failed: {said}; the step was cut below time.min_step = "
+                           f"{tm.min_step:.3g} s. The last frame stored is at t = {self.last_frame_t:.9g} s.")
+                return s, ("failed", EXIT_SOLVER, res.status.value if not res.ok else "nonfinite", message)
+            if why == kc.TOO_SMALL:
+                ctl.why_small = f"the error of {who} set the step" if who else ""
+                message = (f"at t = {s.t:.9g} s {ctl.too_small(who) or 'the step fell below time.min_step'}. The last "
+                           f"frame stored is at t = {self.last_frame_t:.9g} s.")
+                return s, ("failed", EXIT_SOLVER, "collapsed", message)
+            if why == kc.NOT_FINITE:
+                raise _NonFiniteFrame(f"at t = {self.last_frame_t:.9g} s the frame's element actions, energies or "
+                                      f"momenta are not finite (magnitudes beyond double precision)")
+            if why == kc.SINGULAR:
+                raise SingularJoints(f"the joints' equations are singular at t = {s.t:.9g} s")
+            ctl.why_small = f"the error of {who} set the step" if who else ""
+            stop = collapsed(ctl, s.t)
+            if stop is not None:
+                message = f"at t = {s.t:.9g} s {stop}. The last frame stored is at t = {self.last_frame_t:.9g} s."
+                return s, ("failed", EXIT_SOLVER, "collapsed", message)
+            last_bar = _tick(bar, last_bar, s.t, integ, self.t_start, ctl)
         return s, ("completed", EXIT_OK, "", "")
 
     def _open_writer(self):

@@ -47,7 +47,9 @@ class Integrator(Protocol):
         scheme's own accelerations moved to it: second order across step
         changes), and ``accelerations(s)`` the true accelerations (a, α) of
         every body at a state and the joints' multipliers (the error estimate
-        and the interpolated frames).
+        and the interpolated frames); where ``can_advance``,
+        ``advance_controlled(s, ctl, settings, acc0, buffers, t_stop,
+        max_steps)`` takes them in one compiled call.
     """
 
     name: str
@@ -73,6 +75,9 @@ class Integrator(Protocol):
     def rescaled(self, s: State, dt: float) -> State: ...
 
     def accelerations(self, s: State) -> tuple: ...
+
+    def advance_controlled(self, s: State, ctl, settings: tuple, acc0, buffers: dict, t_stop: float,
+                           max_steps: int): ...
 
     def continue_counts(self, steps: int, iterations: int) -> None: ...
 

@@ -153,6 +153,7 @@ class GeneralizedAlpha:
         self._R = np.zeros(model.ndof)
         self._work = ks.instance_work(mech.work, mech.elx[6].shape[1])
         self.timing = {"compiled steps": 0.0}  # wall time in the compiled loop [s]
+        self._spec_fns = None  # the loads and drives as compiled time functions (advance_controlled)
         self.clock = time.perf_counter
 
     # ------------------------------------------------------------------
@@ -310,6 +311,37 @@ class GeneralizedAlpha:
         steps = frames * spf + (int(status[0]) if status[1] != 1 else 0)
         new = self._after_block(s, b, (k0 + steps) * dt, steps)
         return new, frames, steps, int(status[1]), b["report"][0][:steps], b["report"][1][:steps]
+
+    def advance_controlled(self, s: State, ctl: np.ndarray, settings: tuple, acc0: np.ndarray, buffers: dict,
+                           t_stop: float, max_steps: int):
+        """Error-controlled steps from ``s`` in one compiled call (:func:`mbsim.integrators.controlled.run`)
+        until ``t_stop``, ``max_steps`` accepted steps or the frame buffers' capacity, the frames that fall
+        in them written to ``buffers``' rows.  ``ctl`` is the controller's memory (in/out: its ``T_NOW``
+        must be ``s.t``), ``settings`` = (rtol, atol, min_step, largest step, time.end, PI (1.0) or
+        elementary (0.0), output.interval, time.step), ``acc0`` (n_moving, 6) the true accelerations of
+        ``s`` (in/out).
+
+        Returns ``(state, frames, (times, iterations, residuals, steps), why, status)``: the state after the
+        accepted steps, the frame rows written and theirs, and why the call returned
+        (:data:`mbsim.integrators.controlled.DONE` … ``SINGULAR``), ``status`` the loop's status array."""
+        from . import controlled as kc
+        if self._spec_fns is None:
+            self._spec_fns = self.model.time_functions()
+        b = self._block(s, np.array([[s.t, s.t + float(ctl[kc.H])]]), 1)
+        cap = buffers["scalars"].shape[0]
+        fmeta = (np.zeros(cap), np.zeros(cap, dtype=np.int64), np.zeros(cap), np.zeros(cap))
+        report = b["report"] + fmeta
+        rtol, atol, min_step, largest, end, pi, interval, step = settings
+        cset = (float(rtol), float(atol), float(min_step), float(largest), float(end), float(pi), float(interval),
+                float(t_stop), int(max_steps), float(step))
+        mech = self.mechanism
+        plan = (cap, 1, True, float(ctl[kc.H]), ks.TANGENTS[self.spec.tangent])
+        solver = (mech.solver.lu, mech.assembler.body_pos, mech.assembler.size) + mech.lu
+        nf = kc.run(plan, b["params"], (self._bodies, mech.el, mech.elx), self._spec_fns, solver, b["test"],
+                    b["state"], report, tuple(buffers[k] for k in kfr.BUFFERS), self._work, ctl, cset, acc0)
+        status = report[5]
+        new = self._after_block(s, b, float(ctl[kc.T_NOW]), int(status[0]))
+        return new, int(nf), tuple(x[:nf] for x in fmeta), int(status[1]), status
 
     # ------------------------------------------------------------------
     def _block(self, s: State, times: np.ndarray, nsteps: int, keep_factorization: bool = False,

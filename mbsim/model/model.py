@@ -163,6 +163,44 @@ class Model:
             (ML if L.is_torque[i] else FL)[:, L.body[i]] += contrib
         return FL + self.mass[:, None] * self.gravity, ML, FL, ML
 
+    def time_functions(self) -> tuple:
+        """The loads and the drives as the compiled code evaluates them at any time
+        (:mod:`mbsim.kernels.timefn`): ``(fns, loads, drive)`` with ``fns`` the packed time functions,
+        ``loads`` = (body, vector, is_torque, fn) and ``drive`` (n_unknowns,) each row's function (−1:
+        none)."""
+        from ..kernels import timefn as tf
+        from ..scenario.spec import Constant, Ramp, Sine, SmoothRamp, Table
+        kinds, params, start, count, tt, tv = [], [], [], [], [], []
+
+        def pack(fn) -> int:
+            p, k0, n = [0.0] * 4, 0, 0
+            if isinstance(fn, Constant):
+                kind, p[0] = tf.CONSTANT, fn.value
+            elif isinstance(fn, (Ramp, SmoothRamp)):
+                kind, p = (tf.RAMP if isinstance(fn, Ramp) else tf.SMOOTH_RAMP), [fn.t0, fn.t1, fn.start, fn.end]
+            elif isinstance(fn, Sine):
+                kind, p = tf.SINE, [fn.amplitude, fn.frequency, fn.phase, fn.offset]
+            elif isinstance(fn, Table):
+                kind, k0, n = tf.TABLE, len(tt), len(fn.times)
+                tt.extend(float(x) for x in fn.times)
+                tv.extend(float(x) for x in fn.values)
+            else:
+                raise TypeError(f"no compiled form of the time function {fn!r}")
+            kinds.append(kind)
+            params.append([float(x) for x in p])
+            start.append(k0)
+            count.append(n)
+            return len(kinds) - 1
+        L = self.loads
+        load_fn = np.array([pack(fn) for fn in L.scales], dtype=np.int64)
+        drive = np.array([-1 if fn is None else pack(fn) for fn in self._drives], dtype=np.int64)
+        fns = (np.array(kinds, dtype=np.int64), np.array(params, dtype=float).reshape(-1, 4),
+               np.array(start, dtype=np.int64), np.array(count, dtype=np.int64), np.array(tt, dtype=float),
+               np.array(tv, dtype=float))
+        loads = (np.ascontiguousarray(L.body, dtype=np.int64), np.ascontiguousarray(L.vector, dtype=float),
+                 np.ascontiguousarray(L.is_torque, dtype=np.bool_), load_fn)
+        return fns, loads, drive
+
     def targets(self, times) -> np.ndarray:
         """The values the rows of the elements' own unknowns hold at ``times``: ``(len(times), 3,
         n_unknowns)``, the drives' F, Ḟ and F̈ (THEORY §11), 0 for rows without a drive."""

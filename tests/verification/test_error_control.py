@@ -214,3 +214,31 @@ def test_verify_measures_tolerance_proportionality(tmp_path, capsys):
     assert "tolerance proportionality confirmed" in capsys.readouterr().out
     assert main(["verify", str(path), "--step", "0.01"]) == 0
     assert "second order confirmed" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("name", ["loads", "joint_kinds", "bump_stop"])
+def test_the_compiled_loop_takes_the_steps_of_the_step_by_step_loop(name):
+    """Issue 31, item 4: the error-controlled steps in one compiled call (mbsim.integrators.controlled: the
+    loads and drives from compiled time functions, the true accelerations from the constrained equations,
+    the estimate, the PI rule and the interpolated frames inside the loop) against the driver's step-by-step
+    loop (each step a compiled step, the rest in numpy: the same formulas written twice) on examples with
+    every kind of time function (loads), drives and every joint kind (joint_kinds) and a force curve on a
+    prismatic joint (bump_stop): the same steps, the same frames to round-off."""
+    from dataclasses import replace as rep
+    from mbsim import driver
+    from mbsim.scenario import load_scenario
+    from tests.integration._examples_util import REPO
+    sc = load_scenario(REPO / "scenarios" / f"{name}.yaml")
+    sc = rep(sc, time=rep(sc.time, end=min(sc.time.end, 1.0), rtol=1e-5, atol=1e-5, adaptive=True))
+    fast = driver.run(sc, write=False, keep_frames=True)
+    slow = driver.run(sc, write=False, keep_frames=True, on_step=lambda res: None)  # (watched: step by step)
+    assert fast.status == slow.status == "completed", (fast.message, slow.message)
+    assert fast.steps == slow.steps and fast.rejected_steps == slow.rejected_steps
+    a, b = fast.frames_data, slow.frames_data
+    assert np.array_equal(a["time"], b["time"])
+    for k in ("bodies/position", "bodies/orientation", "bodies/velocity", "bodies/angular_velocity",
+              "bodies/acceleration", "energy/kinetic", "energy/dissipated", "energy/external_work", "solver/step"):
+        scale = max(1.0, float(np.abs(b[k]).max()))
+        assert np.abs(a[k] - b[k]).max() <= 1e-7 * scale, (k, np.abs(a[k] - b[k]).max())
+    if "joints/force" in b:
+        assert np.abs(a["joints/force"] - b["joints/force"]).max() <= 1e-6 * max(1.0, np.abs(b["joints/force"]).max())

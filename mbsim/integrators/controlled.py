@@ -1,0 +1,383 @@
+"""The error-controlled time loop (THEORY §14, docs/stepping.md) in compiled code: the steps of
+:mod:`mbsim.integrators.step` (the same phases: prepare, predict, Newton, accept) with their sizes chosen
+inside the loop, so that no Python runs per step.
+
+Per step from ``t_n``: the size (the controller's, ended at ``end``); the accelerations moved to it
+(:meth:`GeneralizedAlpha.rescaled`'s formula); the loads and the drives' targets at ``t_n`` and
+``t_{n+1}`` from the compiled time functions (:mod:`mbsim.kernels.timefn`); the Newton iteration; the
+true accelerations at the new state (the constrained equations, :mod:`mbsim.mechanics.constrained`);
+the error per unit step (:func:`mbsim.stepping.error_norm`'s); then either the state is put back and
+the step tried again smaller, or the step is accepted, the frames that fall in it are interpolated
+(:mod:`mbsim.mechanics.interpolate`'s formulas) and written as rows of the frame buffers, and the next
+size chosen (PI or elementary, :class:`mbsim.stepping.ErrorControl`'s rule, the same constants).
+
+``ctl`` (float64, :data:`N_CTL`) is the controller's memory, in and out (what a resumed run needs): the
+next step, the last accepted error, whether the last step was rejected, the counts, the smallest and
+largest step, the collapse counter, the next frame's number, whose error set the step, and the time.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from ..kernels import njit
+from ..kernels import timefn as tf
+from ..mechanics.constrained import solve as constrained_solve
+from ..mechanics.frames import frame_row
+from . import step as ks
+
+# the controller's memory (ctl[...])
+H, ERR_PREV, AFTER_REJECT, REJECTED, ACCEPTED, H_MIN, H_MAX, SMALL, SMALL_T0, J_NEXT, BODY, PART, T_NOW = range(13)
+N_CTL = 13
+# why a call returned (status[1]): the stop time, the frame buffer or the step count reached; a Newton
+# failure below min_step; the error asks for a step below min_step; a frame not finite; singular joints
+DONE, NEWTON_FAILED, TOO_SMALL, NOT_FINITE, SINGULAR = 0, 1, 2, 3, 4
+GROW_MAX, CUT_MAX, SAFETY, ORDER, NEWTON_CUT = 2.0, 0.2, 0.9, 2.0, 0.25
+PI_I, PI_P = 0.7 / ORDER, 0.4 / ORDER
+COLLAPSED_FRACTION = 1e-3
+
+
+@njit(cache=True)
+def _qmul(a0, a1, a2, a3, b0, b1, b2, b3):
+    return (a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3, a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
+            a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1, a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0)
+
+
+@njit(cache=True)
+def _rotate_inv(q, i, v0, v1, v2):
+    """Λᵀ v for the unit quaternion q[i]."""
+    w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+    t0, t1, t2, t3 = _qmul(w, -x, -y, -z, 0.0, v0, v1, v2)
+    r = _qmul(t0, t1, t2, t3, w, x, y, z)
+    return r[1], r[2], r[3]
+
+
+@njit(cache=True)
+def _hermite(x0, d0, x1, d1, h, s):
+    s2 = s * s
+    s3 = s2 * s
+    return (2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * d0 + (3 * s2 - 2 * s3) * x1 + (s3 - s2) * h * d1
+
+
+@njit(cache=True)
+def _between(s, h, nm, x0, x1, acc0, acc1, out):
+    """The state at t_n + s h between the accepted states ``x0``, ``x1`` = (r, q, v, w) of the moving
+    bodies (mbsim.mechanics.interpolate.state_between's formulas); ``out`` = (r, q, v, w) ← it."""
+    r0, q0, v0, w0 = x0
+    r1, q1, v1, w1 = x1
+    ro, qo, vo, wo = out
+    for i in range(nm):
+        for k in range(3):
+            ro[i, k] = _hermite(r0[i, k], v0[i, k], r1[i, k], v1[i, k], h, s)
+            vo[i, k] = _hermite(v0[i, k], acc0[i, k], v1[i, k], acc1[i, k], h, s)
+            wo[i, k] = _hermite(w0[i, k], acc0[i, 3 + k], w1[i, k], acc1[i, 3 + k], h, s)
+        # Θ = log(Λ_nᵀ Λ_{n+1}) (material), the shorter way round
+        a0, a1, a2, a3 = _qmul(q0[i, 0], -q0[i, 1], -q0[i, 2], -q0[i, 3], q1[i, 0], q1[i, 1], q1[i, 2], q1[i, 3])
+        if a0 < 0.0:
+            a0, a1, a2, a3 = -a0, -a1, -a2, -a3
+        n = math.sqrt(a1 * a1 + a2 * a2 + a3 * a3)
+        if n < 1e-8:
+            c = 2.0 / max(a0, 1e-300)
+        else:
+            c = 2.0 * math.atan2(n, a0) / n
+        th = (c * a1, c * a2, c * a3)
+        W0 = _rotate_inv(q0, i, w0[i, 0], w0[i, 1], w0[i, 2])
+        W1 = _rotate_inv(q1, i, w1[i, 0], w1[i, 1], w1[i, 2])
+        # J_r(Θ)⁻¹ W1
+        tn = math.sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2])
+        if tn < 1e-4:
+            cc = 1.0 / 12.0 + tn * tn / 720.0
+        else:
+            cc = 1.0 / (tn * tn) - (1.0 + math.cos(tn)) / (2.0 * tn * math.sin(tn))
+        p0 = th[1] * W1[2] - th[2] * W1[1]
+        p1 = th[2] * W1[0] - th[0] * W1[2]
+        p2 = th[0] * W1[1] - th[1] * W1[0]
+        pp0 = th[1] * p2 - th[2] * p1
+        pp1 = th[2] * p0 - th[0] * p2
+        pp2 = th[0] * p1 - th[1] * p0
+        D1 = (W1[0] + 0.5 * p0 + cc * pp0, W1[1] + 0.5 * p1 + cc * pp1, W1[2] + 0.5 * p2 + cc * pp2)
+        phi = (_hermite(0.0, W0[0], th[0], D1[0], h, s), _hermite(0.0, W0[1], th[1], D1[1], h, s),
+               _hermite(0.0, W0[2], th[2], D1[2], h, s))
+        a = math.sqrt(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2])
+        k = 0.5 - a * a / 48.0 if a < 1e-8 else math.sin(0.5 * a) / a
+        e0, e1, e2, e3 = math.cos(0.5 * a), k * phi[0], k * phi[1], k * phi[2]
+        b0, b1, b2, b3 = _qmul(q0[i, 0], q0[i, 1], q0[i, 2], q0[i, 3], e0, e1, e2, e3)
+        nq = math.sqrt(b0 * b0 + b1 * b1 + b2 * b2 + b3 * b3)
+        qo[i, 0], qo[i, 1], qo[i, 2], qo[i, 3] = b0 / nq, b1 / nq, b2 / nq, b3 / nq
+
+
+@njit(cache=True)
+def _error(h, T, beta, nm, acc0, acc1, r0, r1, rtol, atol):
+    """mbsim.stepping.error_norm: (norm, body, part)."""
+    c = h * h * abs(beta - 1.0 / 6.0) * T / h
+    total, worst, body, part = 0.0, -1.0, -1, 0
+    for i in range(nm):
+        st, sr = 0.0, 0.0
+        for k in range(3):
+            et = c * (acc1[i, k] - acc0[i, k]) / (atol + rtol * max(abs(r0[i, k]), abs(r1[i, k])))
+            er = c * (acc1[i, 3 + k] - acc0[i, 3 + k]) / atol
+            st += et * et
+            sr += er * er
+        total += st + sr
+        if st > worst:
+            worst, body, part = st, i, 0
+        if sr > worst:
+            worst, body, part = sr, i, 1
+    if nm == 0:
+        return 0.0, -1, 0
+    return math.sqrt(total / (6 * nm)), body, part
+
+
+@njit(cache=True)
+def _judge(ctl, err, h, t, pi, largest, max_step):
+    """ErrorControl.judge: accepted or not, and ctl[H] the next step."""
+    if not math.isfinite(err):
+        err = 1e10
+    ok = err <= 1.0
+    e = max(err, 1e-10)
+    if pi > 0.5 and ok and ctl[AFTER_REJECT] == 0.0:
+        fac = SAFETY * e ** -PI_I * max(ctl[ERR_PREV], 1e-10) ** PI_P
+    else:
+        fac = SAFETY * e ** (-1.0 / ORDER)
+    fac = min(GROW_MAX, max(CUT_MAX, fac))
+    if not ok or ctl[AFTER_REJECT] != 0.0:
+        fac = min(fac, 1.0)
+    ctl[H] = min(h * fac, largest)
+    if ok:
+        ctl[ERR_PREV], ctl[AFTER_REJECT] = e, 0.0
+        ctl[ACCEPTED] += 1.0
+        ctl[H_MIN], ctl[H_MAX] = min(ctl[H_MIN], h), max(ctl[H_MAX], h)
+        if h < COLLAPSED_FRACTION * max_step:
+            if ctl[SMALL] == 0.0:
+                ctl[SMALL_T0] = t
+            ctl[SMALL] += 1.0
+        else:
+            ctl[SMALL] = 0.0
+    else:
+        ctl[REJECTED] += 1.0
+        ctl[AFTER_REJECT] = 1.0
+    return ok
+
+
+@njit(cache=True)
+def _true_accelerations(t, state, model, spec, solver, cwk, ext, tg, xs, lam):
+    """xs (nm, 6) ← the true accelerations [a, α] at ``state`` = (r, q, v, w) and time t, lam ← the
+    multipliers (the constrained equations; without joints the bodies' equations alone).  Returns the
+    block whose pivot is singular, or −1."""
+    bodies, el, elx = model
+    nm, mass, Jb, gravity = bodies[0], bodies[1], bodies[2], bodies[5]
+    fns, loads, drive = spec
+    tf.loads_at(t, fns, loads, mass, gravity, ext)
+    tf.targets_at(t, fns, drive, tg)
+    r, q, v, w = state
+    return constrained_solve((nm, mass, Jb), (r, q, v, w, t), (ext[0], ext[1], tg[2]), el, elx, solver, cwk, (xs, lam))
+
+
+@njit(cache=True, allocates=True)
+def run(plan, params, model, spec, solver, test, state, report, frames, work, ctl, cset, acc0):
+    """Error-controlled steps from ``state`` until ``cset``'s stop time, the frame buffers' capacity or
+    its step count (module docstring).  ``plan`` as :func:`mbsim.integrators.step.run`'s (its Δt the
+    first step's); ``spec`` = (fns, loads, drive) (:meth:`mbsim.model.model.Model.time_functions`);
+    ``report`` = (iterations, residuals, counters, hist, R_out, status, f_time, f_iterations, f_residual,
+    f_step): per frame row its time, its step's iterations and residual and the step it fell in;
+    ``cset`` = (rtol, atol, min_step, largest, T (time.end), pi, interval, t_stop, max_steps, max_step
+    (time.step, the collapse reference)); ``acc0`` (nm, 6) the true accelerations of ``state`` (in/out).
+    Returns the frame rows written; ``status[1]`` why it returned (DONE, NEWTON_FAILED: ``status[2]``,
+    ``status[4]`` the reason and culprit; TOO_SMALL: ctl[BODY], ctl[PART] whose error; NOT_FINITE;
+    SINGULAR)."""
+    tangent = plan[4]
+    bodies, el, elx = model
+    nm, mass, Jb, gravity, order = bodies[0], bodies[1], bodies[2], bodies[5], bodies[6]
+    fns, loads, drive = spec
+    lu, body_pos, lu_data, lu_piv, lu_state = solver[0], solver[1], solver[3], solver[4], solver[5]
+    modified, max_it, rtol_n, atol_n, roundoff, noise, contraction, slow, thin_margin = test
+    r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = state
+    iterations, residuals, counters, hist_out, R_out, status, f_time, f_its, f_res, f_step = report
+    rtol, atol, min_step, largest, T, pi, interval, t_stop, max_steps, ref_step = cset
+    n_all = r.shape[0]
+    n_own = lam.shape[0]
+    consts, mdl, it, pred, Xn, inc, ewk, S, pw, out, nwk, lam1, scale, cwk, fwk, xs, saved, sw = \
+        ks._workspace(plan, params, model, solver, state, max_it, work)
+    af, am, beta, gamma = params
+    krr = mdl[4]
+    x, y, dy, arms = ewk[0], ewk[1], ewk[2], ewk[3]
+    Rn, nodr = pw[0], pw[11]
+    hist = nwk[5]
+    r0, q0, v0, a0, w0, al0, e0, lam0, Fx, Mx = saved
+    ap0, alp0, pdt0 = np.empty_like(a_prev), np.empty_like(al_prev), np.empty_like(prev_dt)
+    lp0, lg0 = np.empty_like(lam_prev), np.empty_like(lam_gap)
+    ctl_n = (tangent, modified, max_it, rtol_n, atol_n, roundoff, noise, contraction, slow, thin_margin)
+    sol = (lu, lu_data, lu_piv, lu_state, sw)
+    start = (r, q, v, a, w, al)
+    cs = (lu, body_pos, out[0], lu_data, lu_piv, lu_state)
+    # the step's loads (one step: index 0), at t_n and t_{n+1}
+    F0, M0, FL0, ML0 = np.empty((n_all, 3)), np.empty((n_all, 3)), np.empty((n_all, 3)), np.empty((n_all, 3))
+    F1, M1, FL1, ML1 = np.empty((1, n_all, 3)), np.empty((1, n_all, 3)), np.empty((1, n_all, 3)), np.empty((1, n_all, 3))
+    F_alpha, M_alpha = np.empty((1, nm, 3)), np.empty((1, nm, 3))
+    TG = np.empty((1, 2, 3, n_own))
+    tg = np.empty((3, n_own))
+    ext = (np.empty((n_all, 3)), np.empty((n_all, 3)), np.empty((n_all, 3)), np.empty((n_all, 3)))
+    acc1, accf = np.empty((nm, 6)), np.empty((nm, 6))
+    lam_c = np.empty(n_own)
+    fr = (np.empty_like(r), np.empty_like(q), np.empty_like(v), np.empty_like(w))
+    fa, fal = np.zeros_like(a), np.zeros_like(al)
+    fe = np.empty_like(energy)
+    for j in range(status.shape[0]):
+        status[j] = 0
+    nf, steps, cap = 0, 0, f_time.shape[0]
+    h_lu = -1.0
+    t = ctl[T_NOW]
+    while t < t_stop and nf < cap and steps < max_steps:
+        rest = T - t
+        h = min(ctl[H], largest)
+        if rest <= h * (1.0 + 1e-9):
+            h = rest
+        elif rest < 1.5 * h:
+            h = 0.5 * rest
+        t1 = T if h >= T - t else t + h
+        # keep the state (a rejected step starts again from it)
+        r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy; lam0[:] = lam
+        ap0[:] = a_prev; alp0[:] = al_prev; pdt0[:] = prev_dt; lp0[:] = lam_prev; lg0[:] = lam_gap
+        # the accelerations moved to this step's size (GeneralizedAlpha.rescaled)
+        if prev_dt[0] > 0.0 and h != prev_dt[0]:
+            c = (af - am) * (h - prev_dt[0]) / prev_dt[0]
+            for i in range(n_all):
+                wx, wy, wz = w[i, 0], w[i, 1], w[i, 2]
+                px, py, pz = al_prev[0, i, 0], al_prev[0, i, 1], al_prev[0, i, 2]
+                cx, cy, cz = wy * pz - wz * py, wz * px - wx * pz, wx * py - wy * px
+                hp = prev_dt[0]
+                for k in range(3):
+                    a[i, k] += c * (a[i, k] - a_prev[0, i, k])
+                al[i, 0] += c * (al[i, 0] - (px + hp * cx))
+                al[i, 1] += c * (al[i, 1] - (py + hp * cy))
+                al[i, 2] += c * (al[i, 2] - (pz + hp * cz))
+        # this step's constants
+        c_a = 1.0 / (beta * h * h)
+        consts = (h, c_a, gamma / (beta * h), gamma, af, am, beta)
+        for i in range(nm):
+            krr[i] = am * mass[i] * c_a
+        for j in range(n_own):
+            scale[j] = elx[3][j] * c_a
+        if h != h_lu:
+            lu_state[0] = 0.0  # (the factorization is of another step size)
+            h_lu = h
+        tf.loads_at(t, fns, loads, mass, gravity, (F0, M0, FL0, ML0))
+        tf.loads_at(t1, fns, loads, mass, gravity, (F1[0], M1[0], FL1[0], ML1[0]))
+        for i in range(nm):
+            for k in range(3):
+                F_alpha[0, i, k] = af * F1[0, i, k] + (1.0 - af) * F0[i, k]
+                M_alpha[0, i, k] = af * M1[0, i, k] + (1.0 - af) * M0[i, k]
+        tf.targets_at(t, fns, drive, TG[0, 0])
+        tf.targets_at(t1, fns, drive, TG[0, 1])
+        ks._prepare(consts, t, mdl, start, pw)
+        ks._predict(consts, nm, (v, a, w, al, lam), (a_prev, al_prev, prev_dt, lam_prev, lam_gap), inc, lam1)
+        target = TG[0, 1, 0]
+        stp = (consts, (t, t1), (F_alpha, M_alpha, 0), Xn, Rn, pred)
+        reason, culprit, k, nh, thin = ks._newton(ctl_n, stp, start, inc, it, mdl, (lam1, scale, target), (ewk, S),
+                                                 out, sol, nwk, counters)
+        status[3] = k
+        status[5] = nh
+        for j in range(nh):
+            hist_out[j] = hist[j]
+        failed = reason != 0
+        if not failed:
+            ks._accept(consts, (TG, 0, 0, FL1, ML1, 0, t1), state, it, (lam1, target), mdl, (Rn, x, y, dy, arms, nodr),
+                       energy)
+            failed = not (ks._finite2(r) and ks._finite2(q) and ks._finite2(v) and ks._finite2(w))
+            if failed:
+                reason = -1
+        if not failed:
+            bad = _true_accelerations(t1, (r, q, v, w), model, spec, cs, cwk, ext, tg, acc1, lam_c)
+            lu_state[0] = 0.0
+            h_lu = -1.0
+            if bad >= 0:
+                status[1] = SINGULAR
+                status[4] = bad
+                failed = True
+        if failed:
+            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
+            a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
+            lu_state[0] = 0.0
+            if status[1] == SINGULAR:
+                return nf
+            ctl[REJECTED] += 1.0
+            ctl[AFTER_REJECT] = 1.0
+            if NEWTON_CUT * h < min_step:
+                status[1] = NEWTON_FAILED
+                status[2] = reason
+                status[4] = culprit
+                R_out[:] = out[1]
+                return nf
+            ctl[H] = NEWTON_CUT * h
+            continue
+        err, body, part = _error(h, T, beta, nm, acc0, acc1, r0, r, rtol, atol)
+        ctl[BODY], ctl[PART] = body, part
+        if not _judge(ctl, err, h, t, pi, largest, ref_step):
+            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
+            a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
+            if ctl[H] < min_step:
+                status[1] = TOO_SMALL
+                return nf
+            continue
+        steps += 1
+        status[0] = steps
+        iterations[0] += k
+        residuals[0] = hist[nh - 1] if nh > 0 else 0.0
+        # the frames in (t_n, t_{n+1}]
+        while nf < cap:
+            tj = min(ctl[J_NEXT] * interval, T)
+            if tj > t1 * (1.0 + 1e-12) + 1e-300 or (tj >= T and t1 < T):
+                break
+            s = (tj - t) / h
+            if abs(tj - t1) <= 1e-9 * h:
+                for i in range(n_all):
+                    for kk in range(3):
+                        fr[0][i, kk], fr[2][i, kk], fr[3][i, kk] = r[i, kk], v[i, kk], w[i, kk]
+                    for kk in range(4):
+                        fr[1][i, kk] = q[i, kk]
+                for i in range(nm):
+                    for kk in range(6):
+                        accf[i, kk] = acc1[i, kk]
+                fe[0], fe[1] = energy[0], energy[1]
+                lam_f = lam_c
+                tf.targets_at(t1, fns, drive, tg)
+                tj = t1
+            else:
+                for i in range(nm, n_all):
+                    for kk in range(3):
+                        fr[0][i, kk], fr[2][i, kk], fr[3][i, kk] = r[i, kk], v[i, kk], w[i, kk]
+                    for kk in range(4):
+                        fr[1][i, kk] = q[i, kk]
+                _between(s, h, nm, (r0, q0, v0, w0), (r, q, v, w), acc0, acc1, fr)
+                fe[0] = e0[0] + s * (energy[0] - e0[0])
+                fe[1] = e0[1] + s * (energy[1] - e0[1])
+                lam_f = np.empty(n_own)
+                bad = _true_accelerations(tj, fr, model, spec, cs, cwk, ext, tg, accf, lam_f)
+                lu_state[0] = 0.0
+                h_lu = -1.0
+                if bad >= 0:
+                    lam_f[:] = np.nan
+            for i in range(nm):
+                for kk in range(3):
+                    fa[i, kk] = accf[i, kk]
+                    fal[i, kk] = accf[i, 3 + kk]
+            fe[2], fe[3] = energy[2], energy[3]
+            ok = frame_row((mass, Jb, gravity, order), (fr[0], fr[1], fr[2], fr[3], fa, fal, fe), (lam_f, tg[0], tj),
+                           el, elx, fwk, frames, nf)
+            f_time[nf], f_its[nf], f_res[nf], f_step[nf] = tj, k, residuals[0], h
+            nf += 1
+            if not ok:
+                status[1] = NOT_FINITE
+                return nf
+            if tj >= T:
+                ctl[J_NEXT] += 1.0
+                break
+            ctl[J_NEXT] += 1.0
+        for i in range(nm):
+            for kk in range(6):
+                acc0[i, kk] = acc1[i, kk]
+        t = t1
+        ctl[T_NOW] = t
+    status[0] = steps
+    return nf
