@@ -43,7 +43,6 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional
 
-import numpy as np
 
 from . import kernels
 from .stepping import step_schedule
@@ -84,16 +83,9 @@ def warm_up(scenario, model, integ, state, watched: bool = False) -> None:
     integ.warm_up(state, scenario.time.step, every)
     integ.frame(state)  # the frame kernel too: frame 0 is written in the timed loop
     if scenario.time.controlled and not watched and getattr(integ, "can_advance", False):
-        # the error-controlled loop, called to take no step (its stop time is the start)
-        from .integrators import controlled as kc
-        from .mechanics import frames as kfr
-        nm = model.n_moving
-        ctl = np.zeros(kc.N_CTL)
-        ctl[kc.H], ctl[kc.T_NOW], ctl[kc.J_NEXT] = scenario.time.step, state.t, 1.0
-        tm = scenario.time
-        integ.advance_controlled(state, ctl, (tm.rtol, tm.atol, tm.min_step, tm.step, tm.end, 1.0,
-                                              scenario.output.interval, tm.step), np.zeros((nm, 6)),
-                                 kfr.buffers(model.n_bodies, model.n_connectors, 1, model.n_joints), state.t, 0)
+        tm = scenario.time  # the error-controlled loop too (called to take no step)
+        integ.warm_up_controlled(state, (tm.rtol, tm.atol, tm.min_step, tm.step, tm.end, 1.0,
+                                         scenario.output.interval, tm.step))
 
 
 def _paths():

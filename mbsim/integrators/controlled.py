@@ -175,18 +175,20 @@ def _true_accelerations(t, state, model, spec, solver, cwk, ext, tg, xs, lam):
 
 
 @njit(cache=True, allocates=True)
-def run(plan, params, model, spec, solver, test, state, report, frames, work, ctl, cset, acc0):
+def run(plan, params, model, spec, solver, test, state, report, frames, work, control):
     """Error-controlled steps from ``state`` until ``cset``'s stop time, the frame buffers' capacity or
     its step count (module docstring).  ``plan`` as :func:`mbsim.integrators.step.run`'s (its Δt the
     first step's); ``spec`` = (fns, loads, drive) (:meth:`mbsim.model.model.Model.time_functions`);
     ``report`` = (iterations, residuals, counters, hist, R_out, status, f_time, f_iterations, f_residual,
     f_step): per frame row its time, its step's iterations and residual and the step it fell in;
     ``cset`` = (rtol, atol, min_step, largest, T (time.end), pi, interval, t_stop, max_steps, max_step
-    (time.step, the collapse reference)); ``acc0`` (nm, 6) the true accelerations of ``state`` (in/out).
+    (time.step, the collapse reference)); ``control`` = (ctl, cset, acc0): the controller's memory, those
+    settings and the true accelerations (nm, 6) of ``state`` (in/out).
     Returns the frame rows written; ``status[1]`` why it returned (DONE, NEWTON_FAILED: ``status[2]``,
     ``status[4]`` the reason and culprit; TOO_SMALL: ctl[BODY], ctl[PART] whose error; NOT_FINITE;
     SINGULAR)."""
     tangent = plan[4]
+    ctl, cset, acc0 = control
     bodies, el, elx = model
     nm, mass, Jb, gravity, order = bodies[0], bodies[1], bodies[2], bodies[5], bodies[6]
     fns, loads, drive = spec

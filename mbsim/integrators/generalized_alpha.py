@@ -338,10 +338,23 @@ class GeneralizedAlpha:
         plan = (cap, 1, True, float(ctl[kc.H]), ks.TANGENTS[self.spec.tangent])
         solver = (mech.solver.lu, mech.assembler.body_pos, mech.assembler.size) + mech.lu
         nf = kc.run(plan, b["params"], (self._bodies, mech.el, mech.elx), self._spec_fns, solver, b["test"],
-                    b["state"], report, tuple(buffers[k] for k in kfr.BUFFERS), self._work, ctl, cset, acc0)
+                    b["state"], report, tuple(buffers[k] for k in kfr.BUFFERS), self._work, (ctl, cset, acc0))
         status = report[5]
         new = self._after_block(s, b, float(ctl[kc.T_NOW]), int(status[0]))
         return new, int(nf), tuple(x[:nf] for x in fmeta), int(status[1]), status
+
+    def warm_up_controlled(self, s: State, settings: tuple) -> None:
+        """Compile (or load) :meth:`advance_controlled`'s loop: one call that takes no step."""
+        from . import controlled as kc
+        ctl = np.zeros(kc.N_CTL)
+        ctl[kc.H], ctl[kc.T_NOW], ctl[kc.J_NEXT] = settings[-1], s.t, 1.0
+        m = self.model
+        saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.n_floor, dict(self.timing))
+        self.advance_controlled(s, ctl, settings, np.zeros((m.n_moving, 6)),
+                                kfr.buffers(m.n_bodies, m.n_connectors, 1, m.n_joints), s.t, 0)
+        self.n_steps, self.n_iterations, self.n_assemblies, self.n_floor, timing = saved
+        self.timing.clear()
+        self.timing.update(timing)
 
     # ------------------------------------------------------------------
     def _block(self, s: State, times: np.ndarray, nsteps: int, keep_factorization: bool = False,
