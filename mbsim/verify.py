@@ -324,8 +324,10 @@ def verify(scenario: Scenario, *, end: Optional[float] = None, steps: Optional[S
 
     runs = []
     for h, label in zip(hs, labels):
-        # fixed steps even if the scenario is adaptive: the order is measured at known step sizes
-        sc = replace(scenario, time=replace(scenario.time, step=h, end=span, adaptive=False),
+        # fixed steps even if the scenario is adaptive or error-controlled: the order is measured at known
+        # step sizes (verify_tolerance measures a tolerance's proportionality)
+        sc = replace(scenario, time=replace(scenario.time, step=h, end=span, adaptive=False, rtol=None, atol=None,
+                                            max_step=None),
                      output=replace(scenario.output, interval=interval))
         s = driver.run(sc, write=False, keep_frames=True)
         run = StepRun(h, label, s.status, s.message, s.steps, s.newton_iterations, s.wall_time_s, s.frames,

@@ -63,9 +63,6 @@ def _cmd_verify(args) -> int:
     end = args.end if args.end is not None else sc.time.end
     if sc.time.controlled and args.step is None:
         return _verify_tolerance(args, sc, end)
-    if sc.time.controlled:  # --step: the order in Δt of the scheme itself, at fixed steps
-        from dataclasses import replace
-        sc = replace(sc, time=replace(sc.time, rtol=None, atol=None, max_step=None))
     if not args.json:
         _out(f"verifying {sc.name} ({_describe(sc, end, with_step=False)}) at Δt = {_g(step)} s, Δt/2, Δt/4 and with the reference solver")
         _out(f"  {'run':<10}{'Δt [s]':>10}{'steps':>8}{'Newton':>9}{'wall time':>12}")

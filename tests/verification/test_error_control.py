@@ -214,6 +214,10 @@ def test_verify_measures_tolerance_proportionality(tmp_path, capsys):
     assert "tolerance proportionality confirmed" in capsys.readouterr().out
     assert main(["verify", str(path), "--step", "0.01"]) == 0
     assert "second order confirmed" in capsys.readouterr().out
+    from mbsim.scenario import load_scenario
+    from mbsim.verify import verify
+    rep = verify(load_scenario(path), steps=(0.01, 0.005))  # (the API: fixed steps, whatever the tolerance)
+    assert [r.steps for r in rep.runs] == [30, 60] and rep.passed
 
 
 @pytest.mark.parametrize("name", ["loads", "joint_kinds"])  # (each model type compiles the loop once: ~1 min)
