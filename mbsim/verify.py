@@ -571,22 +571,9 @@ def _orders(runs, ref_frames, check_frames, order_tolerance, reactions: bool = F
     the moment itself -- which may be zero by symmetry (a spinning governor's bearing) while its
     forces are not."""
     quantities = _QUANTITIES + (_JOINT_QUANTITIES if reactions and "joints/force" in ref_frames else ())
-    t_ref = ref_frames["time"]
     ref_error, _ = _errors_and_scales(check_frames, ref_frames)
     n_steps = max(r.steps for r in runs if r.ok)
-    errors = {n: [None] * len(runs) for n, _, _ in quantities}
-    scale = {n: 0.0 for n, _, _ in quantities}
-    for i, r in enumerate(runs):
-        if not r.ok:
-            continue
-        f = r.frames_data
-        idx = np.clip(np.searchsorted(t_ref, f["time"] - 1e-9 * max(float(t_ref[-1]), 1e-300)),
-                      0, t_ref.size - 1)
-        ref = {k: v[idx] for k, v in ref_frames.items() if k.startswith(("bodies/", "energy/", "joints/"))}
-        e, s = _errors_and_scales(f, ref)
-        for n in errors:
-            errors[n][i] = e[n]
-            scale[n] = max(scale[n], s[n])
+    errors, scale = _run_errors(runs, ref_frames, [n for n, _, _ in quantities])
     floor_scale = dict(scale)
     if "joint_moment" in scale:
         pos = np.asarray(ref_frames["bodies/position"], dtype=float).reshape(-1, 3)
@@ -599,6 +586,26 @@ def _orders(runs, ref_frames, check_frames, order_tolerance, reactions: bool = F
             floor = max(floor, newton_rtol * floor_scale[name])
         out.append(replace(_judge(name, words, unit, runs, errors[name], floor, order_tolerance), scale=scale[name]))
     return out
+
+
+def _run_errors(runs, ref_frames, names) -> tuple[dict, dict]:
+    """Per quantity of ``names``, each completed run's largest error against the reference at its frame
+    times (None for a run that did not complete), and the reference's largest magnitude over them."""
+    t_ref = ref_frames["time"]
+    errors = {n: [None] * len(runs) for n in names}
+    scale = {n: 0.0 for n in names}
+    for i, r in enumerate(runs):
+        if not r.ok:
+            continue
+        f = r.frames_data
+        idx = np.clip(np.searchsorted(t_ref, f["time"] - 1e-9 * max(float(t_ref[-1]), 1e-300)),
+                      0, t_ref.size - 1)
+        ref = {k: v[idx] for k, v in ref_frames.items() if k.startswith(("bodies/", "energy/", "joints/"))}
+        e, s = _errors_and_scales(f, ref)
+        for n in names:
+            errors[n][i] = e[n]
+            scale[n] = max(scale[n], s[n])
+    return errors, scale
 
 
 def _judge(name, words, unit, runs, errs, floor, tol) -> QuantityOrder:
@@ -780,19 +787,9 @@ def verify_tolerance(scenario: Scenario, *, end: Optional[float] = None, divisor
         on_run(ref)
     if ref.ok:
         ref_error, _ = _errors_and_scales(check_frames, ref_frames)
-        t_ref = ref_frames["time"]
         n_steps = max(r.steps for r in done)
-        for i, r in enumerate(runs):
-            if not r.ok:
-                continue
-            f = r.frames_data
-            idx = np.clip(np.searchsorted(t_ref, f["time"] - 1e-9 * max(float(t_ref[-1]), 1e-300)), 0, t_ref.size - 1)
-            e, sc_ = _errors_and_scales(f, {k: v[idx] for k, v in ref_frames.items()
-                                            if k.startswith(("bodies/", "energy/"))})
-            for name, _, _ in _QUANTITIES:
-                errors.setdefault(name, [None] * len(runs))[i] = e[name]
-                floors[name] = max(floors.get(name, 0.0), ref_error[name],
-                                   ROUND_OFF_FACTOR * n_steps * np.finfo(float).eps * sc_[name])
+        errors, scale = _run_errors(runs, ref_frames, [n for n, _, _ in _QUANTITIES])
+        floors = {n: max(ref_error[n], ROUND_OFF_FACTOR * n_steps * np.finfo(float).eps * scale[n]) for n in errors}
         for name in errors:
             sl = []
             for i in range(len(runs) - 1):
