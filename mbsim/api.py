@@ -71,6 +71,8 @@ OVERRIDES = MappingProxyType({
     "step": ("time", "step"),
     "adaptive": ("time", "adaptive"),
     "min_step": ("time", "min_step"),
+    "tolerance": ("time", "tolerance"),
+    "max_step": ("time", "max_step"),
     "rho_inf": ("integrator", "rho_inf"),
     "tangent": ("integrator", "tangent"),
     "max_iterations": ("integrator", "newton", "max_iterations"),
@@ -132,6 +134,7 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
              overwrite: bool = False, end: Optional[float] = None, step: Optional[float] = None,
              rho_inf: Optional[float] = None, tangent: Optional[str] = None, interval: Optional[float] = None,
              adaptive: Optional[bool] = None, min_step: Optional[float] = None,
+             tolerance: Optional[Mapping] = None, max_step: Optional[float] = None,
              max_iterations: Optional[int] = None, rtol: Optional[float] = None, atol: Optional[float] = None,
              modified: Optional[bool] = None, progress: bool = False, allow_large: bool = False,
              **unknown) -> "Result":
@@ -152,6 +155,10 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
     end, step, adaptive, min_step : float, float, bool, float, optional
         Override ``time.end``, ``time.step`` [s], ``time.adaptive`` and
         ``time.min_step`` [s].
+    tolerance, max_step : dict, float, optional
+        Override ``time.tolerance`` (``{"rtol": 1e-6, "atol": 1e-6}``: steps chosen by their error,
+        THEORY §14) and ``time.max_step`` [s].  A scenario's own tolerance is kept under the other
+        overrides.
     rho_inf, tangent : float, str, optional
         Override ``integrator.rho_inf`` and ``integrator.tangent``.
     max_iterations, rtol, atol, modified : int, float, float, bool, optional
@@ -217,7 +224,8 @@ def simulate(scenario: Union[PathLike, Mapping, Scenario], *, output: Optional[P
     if unknown:
         raise TypeError(_unknown_keywords("simulate", unknown))
     sc = _as_scenario(scenario)
-    given = dict(end=end, step=step, adaptive=adaptive, min_step=min_step, rho_inf=rho_inf, tangent=tangent,
+    given = dict(end=end, step=step, adaptive=adaptive, min_step=min_step, tolerance=tolerance, max_step=max_step,
+                 rho_inf=rho_inf, tangent=tangent,
                  max_iterations=max_iterations, rtol=rtol, atol=atol, modified=modified, interval=interval)
     sc = apply_overrides(sc, **{k: v for k, v in given.items() if v is not None})
     from . import driver  # the step loop and numba: imported when a run needs them, not to read a result
@@ -279,7 +287,7 @@ def apply_overrides(scenario: Scenario, **overrides) -> Scenario:
         A validated scenario.
     **overrides
         Any of :data:`OVERRIDES` (``end``, ``step``, ``adaptive``,
-        ``min_step``, ``rho_inf``, ``tangent``, ``max_iterations``,
+        ``min_step``, ``tolerance``, ``max_step``, ``rho_inf``, ``tangent``, ``max_iterations``,
         ``rtol``, ``atol``, ``modified``, ``interval``).
 
     Notes
@@ -320,6 +328,10 @@ def apply_overrides(scenario: Scenario, **overrides) -> Scenario:
                                   "modified": i.modified}},
         "output": {"interval": scenario.output.interval},
     }
+    if t.controlled:  # (error-controlled steps: kept unless overridden)
+        settings["time"].update(tolerance={"rtol": t.rtol, "atol": t.atol}, controller=t.controller)
+        if t.max_step is not None:
+            settings["time"]["max_step"] = t.max_step
     if t.min_step is None or ("step" in overrides and t.min_step == DEFAULT_MIN_STEP * t.step):
         del settings["time"]["min_step"]  # the loader's default, from the (new) step
     if "step" in overrides and scenario.output.interval == t.step:

@@ -205,8 +205,9 @@ def run(scenario: Scenario, output: Optional[str] = None, *, progress: bool = Fa
         Continue the unfinished run (``interrupted``, ``failed`` or killed)
         stored at the output path from its last frame, appending to that file.
         Its stored scenario text must equal ``scenario.text``
-        (:class:`ResumeError` otherwise).  With fixed steps the continued
-        trajectory is the one an uninterrupted run computes, to the last bit.
+        (:class:`ResumeError` otherwise).  The continued trajectory is the one
+        an uninterrupted run computes, to the last bit (error-controlled steps
+        go on from the file's checkpoint, docs/output.md).
     notify : callable, optional
         ``notify(text)`` when the kernels take a while to compile before the
         time loop (the first run on a machine); the CLI prints the text.
@@ -302,10 +303,9 @@ def _resume_point(scenario, model, integ, path: str):
                           f"scenario file it was made from, or start a new run")
     if p["time"] >= scenario.time.end - 1e-12 * max(1.0, scenario.time.end):
         raise ResumeError(f"cannot resume: {path} already reaches t = {p['time']:.9g} s, the end of the run")
-    if scenario.time.controlled:
-        raise ResumeError(f"cannot resume: {path} is a run with error-controlled steps (time.tolerance), whose step "
-                          f"size and controller memory a result file does not keep yet: resuming such a run is not "
-                          f"supported; run it again from the start")
+    if scenario.time.controlled and p["checkpoint"] is None:
+        raise ResumeError(f"cannot resume: {path} holds no checkpoint of its error-controlled steps (the run "
+                          f"stopped before it wrote its first, a few seconds in); run it again from the start")
     counting = [model.elements.describe(e) for e in range(model.elements.n)
                 if model.elements.kind_remembers[model.elements.kind[e]]]
     if counting:
@@ -313,6 +313,13 @@ def _resume_point(scenario, model, integ, path: str):
                           f"turns of an angle (a torsional spring about an axis, a stop on a joint's angle), "
                           f"which a result file does not keep yet: resuming such a run is not supported; run it "
                           f"again from the start")
+    if scenario.time.controlled:  # the state of the newest checkpoint, its controller's memory and counts
+        c, ca = p["checkpoint"], p["checkpoint_attrs"]
+        integ.continue_counts(int(ca.get("steps", 0)), int(ca.get("newton_iterations", 0)))
+        return {"state": integ.from_checkpoint(c), "frames": p["frames"], "rejected": int(ca.get("rejected_steps", 0)),
+                "wall": float(ca.get("wall_time_s", 0.0)), "control": np.array(c["control"]),
+                "acceleration": np.array(c["acceleration"]),
+                "energies": {k: list(p[f"energy/{k}"]) for k in ("kinetic", "potential", "dissipated", "external_work")}}
     n = model.n_all
     arrays = {}
     for k, default in (("position", 0.0), ("velocity", 0.0), ("acceleration", 0.0), ("angular_velocity", 0.0),
@@ -534,6 +541,7 @@ class _Loop:
         the caller."""
         if self.on_step is None and getattr(self.integ, "can_advance", False):
             return self._controlled_compiled(s, ctl, bar)
+        from .integrators import controlled as kc
         from .mechanics.interpolate import state_between
         from .stepping import error_norm
         integ, sc, model = self.integ, self.sc, self.model
@@ -541,8 +549,9 @@ class _Loop:
         beta = integ.params.beta
         rtol, atol = sc.time.rtol, sc.time.atol
         interval, end = sc.output.interval, sc.time.end
-        j = int(np.floor(s.t / interval + 1e-9)) + 1  # the next frame's number (time j·interval)
-        acc = self._true_accelerations(s)
+        mem, acc0 = self._control_start(s, ctl)
+        j = int(mem[kc.J_NEXT])  # the next frame's number (time j·interval)
+        acc = (acc0[:, :3], acc0[:, 3:], None)
         k, last_bar, t_start = 0, 0.0, self.t_start
 
         def culprit(body: int, part: int) -> str:
@@ -605,12 +614,30 @@ class _Loop:
                 j += 1
             s, acc = new, acc1
             self.s_now = s
+            self._checkpoint(s, _memory(ctl, s.t, j), np.hstack(acc[:2]))
             stop = collapsed(ctl, s.t)
             if stop is not None:
                 message = f"at t = {s.t:.9g} s {stop}. The last frame stored is at t = {self.last_frame_t:.9g} s."
                 return s, ("failed", EXIT_SOLVER, "collapsed", message)
             last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
         return s, ("completed", EXIT_OK, "", "")
+
+    def _control_start(self, s, ctl) -> tuple:
+        """The controller's memory (:mod:`mbsim.integrators.controlled`'s layout) and the true accelerations
+        (n_moving, 6) to start the error-controlled loop from: a resumed run's, from its checkpoint, else
+        ``ctl``'s and those of ``s``."""
+        if self.start is not None and "control" in self.start:
+            return self.start["control"].copy(), np.ascontiguousarray(self.start["acceleration"])
+        a, al, _ = self._true_accelerations(s)
+        return _memory(ctl, s.t, np.floor(s.t / self.sc.output.interval + 1e-9) + 1), \
+            np.ascontiguousarray(np.hstack((a, al)))
+
+    def _checkpoint(self, s, mem, acc) -> None:
+        """Hand the writer the state the run can go on from (after the frames so far): ``s`` with every
+        bit the next steps read, the controller's memory and the true accelerations (docs/output.md)."""
+        if self.writer is not None:
+            arrays = dict(self.integ.checkpoint(s), control=np.array(mem), acceleration=np.array(acc))
+            self.writer.checkpoint(arrays, dict(self._counters(), frames=self.frames, time=float(s.t)))
 
     def _controlled_compiled(self, s, ctl, bar):
         """:meth:`_controlled` in compiled calls (:meth:`GeneralizedAlpha.advance_controlled`), each of
@@ -624,11 +651,7 @@ class _Loop:
             B, C, J = model.n_bodies, model.n_connectors, model.n_joints
             self._fcap = int(max(1, min(FRAMES_PER_CALL, BLOCK_BYTES // resources.frame_bytes(B, C, J))))
             self._fbuf = kfr.buffers(B, C, self._fcap, J)
-        mem = np.zeros(kc.N_CTL)
-        mem[kc.H], mem[kc.ERR_PREV], mem[kc.H_MIN], mem[kc.T_NOW] = ctl.dt, ctl.err_prev, np.inf, s.t
-        mem[kc.J_NEXT] = float(np.floor(s.t / sc.output.interval + 1e-9) + 1)
-        a, al, _ = integ.accelerations(s)
-        acc0 = np.ascontiguousarray(np.hstack((a[:nm], al[:nm])))
+        mem, acc0 = self._control_start(s, ctl)
         settings = (tm.rtol, tm.atol, tm.min_step, ctl.largest, tm.end, 1.0 if ctl.controller == "pi" else 0.0,
                     sc.output.interval, tm.step)
         last_bar, per_step, chunk = 0.0, None, 64
@@ -642,14 +665,12 @@ class _Loop:
             if taken:  # aim at CALL_SECONDS per call: a responsive progress bar and Ctrl-C
                 per_step = (time.perf_counter() - t0) / taken
                 chunk = int(max(16, min(1_000_000, CALL_SECONDS / per_step)))
-            ctl.dt, ctl.err_prev, ctl.after_reject = float(mem[kc.H]), float(mem[kc.ERR_PREV]), bool(mem[kc.AFTER_REJECT])
-            ctl.rejected, ctl.accepted_steps = int(mem[kc.REJECTED]), int(mem[kc.ACCEPTED])
-            ctl.h_min, ctl.h_max = float(mem[kc.H_MIN]), float(mem[kc.H_MAX])
-            ctl.small, ctl.small_t0 = int(mem[kc.SMALL]), float(mem[kc.SMALL_T0])
+            _from_memory(ctl, mem)
             s = replace(s, t=float(mem[kc.T_NOW]))
             self.s_now = s
             if nf:
                 self._frames(nf, times, its, res, steps)
+            self._checkpoint(s, mem, acc0)
             body = int(mem[kc.BODY])
             who = f"body '{model.names[body]}' ({'rotation' if mem[kc.PART] else 'translation'})" if body >= 0 else ""
             if why == kc.NEWTON_FAILED:  # (taken once more step by step: the step's own diagnosis)
@@ -682,7 +703,8 @@ class _Loop:
         try:
             os.makedirs(os.path.dirname(os.path.abspath(self.out)), exist_ok=True)
             if self.start is not None:
-                return TrajectoryWriter.resume(self.out, self._attrs(), counters=self._counters)
+                return TrajectoryWriter.resume(self.out, self._attrs(), counters=self._counters,
+                                               frames=self.start["frames"])
             return TrajectoryWriter(self.out, self.sc, self._attrs(), counters=self._counters)
         except OSError as exc:
             raise OutputFileError(self.out, _unwritable_reason(self.out, exc)) from exc
@@ -712,6 +734,8 @@ class _Loop:
                     self.energies, self.wall_before = self.start["energies"], self.start["wall"]
                     ctl = self.controller = controller_for(sc, t0=s.t)
                     ctl.rejected = self.start["rejected"]
+                    if "control" in self.start:  # (error-controlled steps: the controller as it was)
+                        _from_memory(ctl, self.start["control"])
                 if self.progress:
                     bar = _progress_bar(sc)
                 last_bar = 0.0
@@ -848,6 +872,26 @@ class _Loop:
                           timing=dict(integ.timing, output=self.output_time + self._close_time),
                           smallest_step=float(ctl.h_min) if controlled and ctl.accepted_steps else None,
                           largest_step=float(ctl.h_max) if controlled and ctl.accepted_steps else None)
+
+
+def _memory(ctl, t: float, j_next: float) -> np.ndarray:
+    """The :class:`mbsim.stepping.ErrorControl` ``ctl`` at time ``t`` as the compiled loop's memory
+    (:data:`mbsim.integrators.controlled.N_CTL` floats), ``j_next`` the next frame's number."""
+    from .integrators import controlled as kc
+    m = np.zeros(kc.N_CTL)
+    m[kc.H], m[kc.ERR_PREV], m[kc.AFTER_REJECT] = ctl.dt, ctl.err_prev, float(ctl.after_reject)
+    m[kc.REJECTED], m[kc.ACCEPTED], m[kc.H_MIN], m[kc.H_MAX] = ctl.rejected, ctl.accepted_steps, ctl.h_min, ctl.h_max
+    m[kc.SMALL], m[kc.SMALL_T0], m[kc.J_NEXT], m[kc.BODY], m[kc.T_NOW] = ctl.small, ctl.small_t0, j_next, -1.0, t
+    return m
+
+
+def _from_memory(ctl, m) -> None:
+    """``ctl`` (:class:`mbsim.stepping.ErrorControl`) ← the compiled loop's memory ``m``."""
+    from .integrators import controlled as kc
+    ctl.dt, ctl.err_prev, ctl.after_reject = float(m[kc.H]), float(m[kc.ERR_PREV]), bool(m[kc.AFTER_REJECT])
+    ctl.rejected, ctl.accepted_steps = int(m[kc.REJECTED]), int(m[kc.ACCEPTED])
+    ctl.h_min, ctl.h_max = float(m[kc.H_MIN]), float(m[kc.H_MAX])
+    ctl.small, ctl.small_t0 = int(m[kc.SMALL]), float(m[kc.SMALL_T0])
 
 
 def _complete_frames(lists: dict) -> dict:

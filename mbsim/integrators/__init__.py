@@ -50,6 +50,10 @@ class Integrator(Protocol):
         and the interpolated frames); where ``can_advance``,
         ``advance_controlled(s, ctl, settings, acc0, buffers, t_stop,
         max_steps)`` takes them in one compiled call.
+    12. ``checkpoint(s)`` is everything the next steps read of a state, as
+        named arrays (a result file's ``/checkpoint``: a run with
+        error-controlled steps is resumed from it), and
+        ``from_checkpoint(c)`` the state again, to the last bit.
     """
 
     name: str
@@ -78,6 +82,10 @@ class Integrator(Protocol):
 
     def advance_controlled(self, s: State, ctl, settings: tuple, acc0, buffers: dict, t_stop: float,
                            max_steps: int): ...
+
+    def checkpoint(self, s: State) -> dict: ...
+
+    def from_checkpoint(self, c: dict) -> State: ...
 
     def continue_counts(self, steps: int, iterations: int) -> None: ...
 

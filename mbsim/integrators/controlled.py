@@ -230,7 +230,9 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
     nf, steps, cap = 0, 0, f_time.shape[0]
     h_lu = -1.0
     t = ctl[T_NOW]
+    ctl0 = np.empty_like(ctl)  # the memory before this attempt (a step whose frames overflow is taken again)
     while t < t_stop and nf < cap and steps < max_steps:
+        ctl0[:] = ctl
         rest = T - t
         h = min(ctl[H], largest)
         if rest <= h * (1.0 + 1e-9):
@@ -327,10 +329,21 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
         iterations[0] += k
         residuals[0] = hist[nh - 1] if nh > 0 else 0.0
         # the frames in (t_n, t_{n+1}]
-        while nf < cap:
+        while True:
             tj = min(ctl[J_NEXT] * interval, T)
             if tj > t1 * (1.0 + 1e-12) + 1e-300 or (tj >= T and t1 < T):
                 break
+            if nf == cap:  # the buffers are full with frames of this step left: put the step back (its frames
+                # so far stay written, J_NEXT past them); the next call takes it again, to the same bits,
+                # and writes the rest
+                r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
+                a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
+                lu_state[0] = 0.0
+                j_next = ctl[J_NEXT]
+                ctl[:] = ctl0
+                ctl[J_NEXT] = j_next
+                status[0] = steps - 1
+                return nf
             s = (tj - t) / h
             if abs(tj - t1) <= 1e-9 * h:
                 for i in range(n_all):

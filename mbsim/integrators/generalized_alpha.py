@@ -391,9 +391,7 @@ class GeneralizedAlpha:
         if not keep_factorization:
             mech.lu[2][0] = 0.0  # a fresh tangent at the start of every block (= after every frame)
         modified = self.spec.modified if modified is None else modified
-        energy = np.array([s.dissipated, s.external_work, s.power_diss, s.power_ext])
-        state = tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + self._history(s) + (energy, self._lam(s)) \
-            + self._lam_history(s)
+        state = self._arrays(s)
         test = (bool(modified),) + nt.settings(self.spec)[1:]
         report = (np.zeros(nsteps, dtype=np.int64), np.zeros(nsteps), np.zeros(4, dtype=np.int64), self._hist, self._R,
                   np.zeros(6, np.int64))
@@ -422,7 +420,34 @@ class GeneralizedAlpha:
         self.solver.nlu += int(counters[1])
         self.n_assemblies += int(counters[2])
         self.n_floor += int(counters[3])
-        r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = b["state"]
+        new = self._state_of(t, b["state"])
+        self.timing["compiled steps"] += self.clock() - b["t0"]
+        return new
+
+    # what the compiled loop's state bundle holds, in its order (and a checkpoint's names)
+    CHECKPOINT = ("r", "q", "v", "a", "w", "al", "a_prev", "al_prev", "prev_dt", "energy", "lam", "lam_prev", "lam_gap")
+
+    def _arrays(self, s: State) -> tuple:
+        """``s`` as the compiled loop's state bundle (copies): :data:`CHECKPOINT`'s arrays."""
+        energy = np.array([s.dissipated, s.external_work, s.power_diss, s.power_ext])
+        return tuple(x.copy() for x in (s.r, s.q, s.v, s.a, s.w, s.al)) + self._history(s) + (energy, self._lam(s)) \
+            + self._lam_history(s)
+
+    def checkpoint(self, s: State) -> dict:
+        """Everything the next steps read of ``s`` as named arrays (:data:`CHECKPOINT` and ``time``): the
+        state with the scheme's accelerations, the energy integrals and rates, the predictor's history and
+        the own unknowns with theirs -- a result file's ``/checkpoint`` (docs/output.md), from which
+        :meth:`from_checkpoint` makes the same state again to the last bit."""
+        return dict(zip(self.CHECKPOINT, self._arrays(s)), time=np.array(float(s.t)))
+
+    def from_checkpoint(self, c: dict) -> State:
+        """The state of a :meth:`checkpoint` (read back from a file)."""
+        return self._state_of(float(np.asarray(c["time"])), tuple(np.array(c[k], dtype=float) for k in self.CHECKPOINT))
+
+    @staticmethod
+    def _state_of(t: float, arrays: tuple) -> State:
+        """The :class:`State` at time ``t`` of a state bundle (:meth:`_arrays`)."""
+        r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = arrays
         dt_prev, dt_prev2 = (float(x) for x in prev_dt)
         dt_prev2 = dt_prev2 if dt_prev > 0.0 else 0.0
         own = len(lam) > 0
@@ -433,7 +458,6 @@ class GeneralizedAlpha:
                     lam if own else None, lam_prev[0] if gap > 0.0 else None, gap,
                     a_prev[1] if dt_prev2 > 0.0 else None, al_prev[1] if dt_prev2 > 0.0 else None, dt_prev2,
                     lam_prev[1] if gap2 > 0.0 else None, gap2)
-        self.timing["compiled steps"] += self.clock() - b["t0"]
         return new
 
     @staticmethod

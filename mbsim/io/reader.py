@@ -9,7 +9,7 @@ import h5py
 import numpy as np
 
 from ..energy import energy_drift
-from .writer import FLUSH_BYTES, FORMAT, FRAME_DATASETS, JOINT_DATASETS, frame_datasets
+from .writer import CHECKPOINT_GROUP, CHECKPOINT_SLOTS, FLUSH_BYTES, FORMAT, FRAME_DATASETS, JOINT_DATASETS, frame_datasets
 
 # every per-frame dataset a file may hold (the /joints ones only when it has joints)
 _PER_FRAME = frame_datasets(1)
@@ -542,13 +542,38 @@ def read_resume_point(path) -> dict:
     ``external_work`` (floats), the energy histories (``energy/…``, to keep the
     drift of the whole run), ``frames`` (the common length of the per-frame
     datasets), ``scenario`` (the stored text) and ``attrs``.
+
+    A run with error-controlled steps goes on from its newest complete checkpoint
+    (``/checkpoint``, docs/output.md) instead: then ``checkpoint`` holds its
+    arrays and ``checkpoint_attrs`` its attributes, and the frame, ``frames``
+    and the energy histories are those up to its ``frames`` (a process killed
+    after flushing frames but before their checkpoint wrote more).  Without one
+    ``checkpoint`` is None.
     """
     with _open(path) as f:
         return _guarded(path, _resume_point, f, path)
 
 
+def _checkpoint(f) -> tuple:
+    """The newest complete checkpoint of an open result: (arrays, attributes), or (None, {})."""
+    group = f.get(CHECKPOINT_GROUP)
+    slots = [group[k] for k in CHECKPOINT_SLOTS if group is not None and k in group]
+    slots = [g for g in slots if bool(g.attrs.get("complete", False))]
+    if not slots:
+        return None, {}
+    g = max(slots, key=lambda g: int(g.attrs.get("sequence", 0)))
+    return {k: g[k][()] for k in g}, {k: _plain(v) for k, v in g.attrs.items()}
+
+
+def _plain(v):
+    return v.item() if isinstance(v, np.generic) else v
+
+
 def _resume_point(f, path) -> dict:
     T = min(f[k].shape[0] for k in FRAME_DATASETS)
+    arrays, cattrs = _checkpoint(f)
+    if arrays is not None:
+        T = min(T, int(cattrs["frames"]))
     if T == 0:
         raise ResultFileError(f"{path}: holds no frame to resume from")
     i = T - 1
@@ -561,4 +586,5 @@ def _resume_point(f, path) -> dict:
         out[k] = f[f"bodies/{k}"][i]
     for k in ("kinetic", "potential", "dissipated", "external_work"):
         out[f"energy/{k}"] = f[f"energy/{k}"][:T]
+    out["checkpoint"], out["checkpoint_attrs"] = arrays, cattrs
     return out

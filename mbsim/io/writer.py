@@ -199,9 +199,14 @@ class TrajectoryWriter:
         self._n = 0  # frames buffered
         self._last_flush = time.monotonic()
         self.frames = _frames
+        self._checkpoint = None  # (arrays, attributes) handed by checkpoint(), written at the next flush
+        self._sequence = 0  # of the last checkpoint written
         if _file is not None:  # see resume()
             self.f = _file
             self.keys = tuple(k for k in frame_datasets(1) if k in _file)
+            slots = _file.get(CHECKPOINT_GROUP, {})
+            self._sequence = max((int(slots[k].attrs.get("sequence", 0)) for k in CHECKPOINT_SLOTS if k in slots),
+                                 default=0)
             return
         self.keys = tuple(frame_datasets(len(scenario.joints)))
 
@@ -236,16 +241,20 @@ class TrajectoryWriter:
 
     @classmethod
     def resume(cls, path, attrs: dict, counters: Optional[Callable[[], dict]] = None,
-               flush_frames: int = 256, flush_seconds: float = 2.0) -> "TrajectoryWriter":
+               flush_frames: int = 256, flush_seconds: float = 2.0,
+               frames: Optional[int] = None) -> "TrajectoryWriter":
         """Reopen an unfinished result to append to it.
 
         Per-frame datasets of unequal length (a process killed while flushing)
-        are cut to the shortest, so every frame kept is complete.  ``status``
-        becomes ``running`` again and ``attrs`` are updated.
+        are cut to the shortest, so every frame kept is complete, and to
+        ``frames`` when given (the frames of the checkpoint the run goes on
+        from).  ``status`` becomes ``running`` again and ``attrs`` are updated.
         """
         f = h5py.File(str(path), "r+")
         keys = [k for k in frame_datasets(1) if k in f]
         T = min(f[k].shape[0] for k in keys)
+        if frames is not None:
+            T = min(T, int(frames))
         for k in keys:
             if f[k].shape[0] != T:
                 f[k].resize(T, axis=0)
@@ -296,8 +305,17 @@ class TrajectoryWriter:
         if time.monotonic() - self._last_flush >= self.flush_seconds:
             self.flush()
 
+    def checkpoint(self, arrays: dict, attrs: dict):
+        """Keep a state the run can be continued from (``--resume`` of a run with error-controlled steps):
+        ``arrays`` (name → array, the same names and shapes every time) and ``attrs``, whose ``frames`` is
+        the count of frames appended up to that state.  Written at the next flush, after the frames
+        (:func:`_write_checkpoint`); only the newest one handed is kept."""
+        self._checkpoint = (arrays, attrs)
+        if time.monotonic() - self._last_flush >= self.flush_seconds:
+            self.flush()
+
     def flush(self, counters: dict | None = None):
-        """Write buffered frames, update the work counters, flush the file.
+        """Write buffered frames, update the work counters, flush the file; then the newest checkpoint.
 
         All per-frame datasets are resized to the new length before any data
         is written, so between flushes they always agree in length.
@@ -317,6 +335,10 @@ class TrajectoryWriter:
             for k, v in counters.items():
                 f.attrs[k] = v
         f.flush()
+        if self._checkpoint is not None and self._checkpoint[1]["frames"] <= self.frames:
+            self._sequence += 1
+            _write_checkpoint(f, self._sequence, *self._checkpoint)
+            self._checkpoint = None
         self._last_flush = time.monotonic()
 
     def close(self, status: str, message: str, counters: dict | None = None):
@@ -329,6 +351,38 @@ class TrajectoryWriter:
         self.f.flush()
         self.f.close()
         self.f = None
+
+
+# A run with error-controlled steps keeps the newest state it can be continued from in /checkpoint
+# (docs/output.md): two slots written in turn, each marked complete only after its data are flushed, so
+# that a process killed while writing one leaves the other whole.
+CHECKPOINT_GROUP = "checkpoint"
+CHECKPOINT_SLOTS = ("0", "1")
+
+
+def _write_checkpoint(f, sequence: int, arrays: dict, attrs: dict) -> None:
+    """Write checkpoint number ``sequence`` into the slot the last one did not use."""
+    group = f.require_group(CHECKPOINT_GROUP)
+    if "description" not in group.attrs:
+        group.attrs["description"] = ("the newest state this run can be continued from (mbsim run --resume): "
+                                      "two slots; take the complete one of the larger sequence")
+    slot = group.require_group(CHECKPOINT_SLOTS[sequence % 2])
+    slot.attrs["complete"] = False
+    f.flush()
+    for k, v in arrays.items():
+        v = np.asarray(v, dtype=np.float64)
+        if k in slot and slot[k].shape != v.shape:
+            del slot[k]
+        if k in slot:
+            slot[k][...] = v
+        else:
+            slot.create_dataset(k, data=v)
+    f.flush()
+    for k, v in attrs.items():
+        slot.attrs[k] = v
+    slot.attrs["sequence"] = sequence
+    slot.attrs["complete"] = True
+    f.flush()
 
 
 def write_trajectory(path, scenario, frames: dict, attrs: dict, status: str = "completed",

@@ -234,7 +234,7 @@ def test_a_new_step_carries_default_interval_and_min_step_along():
 
 def test_unknown_override_is_a_type_error_naming_the_valid_ones():
     with pytest.raises(TypeError, match=r"'ends' \(did you mean 'end'\?\).* end, step, adaptive, min_step, "
-                                        r"rho_inf, tangent, max_iterations, rtol, atol, modified, interval"):
+                                        r"tolerance, max_step, rho_inf, tangent, max_iterations, rtol, atol, modified, interval"):
         mbsim.simulate(FLIGHT, ends=1.0)
     with pytest.raises(TypeError, match="arguments 'gravity', 'rho'"):
         mbsim.simulate(FLIGHT, gravity=[0, 0, -1], rho=0.5)

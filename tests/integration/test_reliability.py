@@ -105,6 +105,51 @@ def test_sigkill_at_random_moments_leaves_a_readable_file(tmp_path, warm_kernels
     assert kills == 8
 
 
+def test_a_run_with_error_controlled_steps_killed_and_resumed_is_the_whole_run_to_the_last_bit(tmp_path):
+    """Issue 31, item 4: a real `mbsim run` of the chain with ``time.tolerance`` (about 7 s of running),
+    killed with SIGKILL at a random moment after its first checkpoint, then `--resume`d: the file holds the
+    frames of an uninterrupted run to the last bit (the run goes on from the newest checkpoint whose frames
+    were all flushed -- the step size, the controller's memory and the predictor's history with it -- and
+    the frames written after it are cut and computed again)."""
+    text = chain_text(end=40.0).replace("step: 1.0e-3}", "step: 1.0e-3, tolerance: {rtol: 1.0e-7}}")
+    scen = tmp_path / "chain.yaml"
+    scen.write_text(text.replace("interval: 1.0e-3", "interval: 2.0e-3"))
+    env = dict(os.environ, PYTHONPATH=str(REPO))
+    whole = tmp_path / "whole.h5"  # (and numba's cache warmed for the controlled loop)
+    done = subprocess.run([sys.executable, "-m", "mbsim", "run", str(scen), "-o", str(whole), "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    out = tmp_path / "killed.h5"
+    proc = subprocess.Popen([sys.executable, "-m", "mbsim", "run", str(scen), "-o", str(out), "--quiet"],
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    deadline = time.monotonic() + 120
+
+    def checkpointed() -> bool:  # (read without the writer's lock, between its flushes)
+        try:
+            with h5py.File(out, "r", locking=False) as f:
+                return "checkpoint" in f
+        except (OSError, KeyError):
+            return False
+    while not checkpointed() and proc.poll() is None and time.monotonic() < deadline:
+        time.sleep(0.05)  # (a checkpoint follows every flush: every ~2 s)
+    time.sleep(random.Random(31).uniform(0.5, 2.5))
+    assert proc.poll() is None, "the run ended before it was killed"
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    assert proc.returncode == -signal.SIGKILL
+    T = check_readable(out)
+    with h5py.File(out) as f:
+        assert f.attrs["status"] == "running" and "checkpoint" in f and T > 1
+    done = subprocess.run([sys.executable, "-m", "mbsim", "run", str(scen), "--resume", str(out), "--quiet"],
+                          env=env, capture_output=True, text=True, timeout=600)
+    assert done.returncode == 0, done.stderr
+    with h5py.File(whole) as a, h5py.File(out) as b:
+        assert b.attrs["status"] == "completed" and a["time"].shape == b["time"].shape
+        for k in FRAME_DATASETS:
+            assert np.array_equal(a[k][:], b[k][:], equal_nan=True), k
+        assert a.attrs["steps"] == b.attrs["steps"] and a.attrs["rejected_steps"] == b.attrs["rejected_steps"]
+
+
 def test_sigint_and_sigterm_end_cleanly_and_resume_continues(tmp_path, warm_kernels):
     scen = tmp_path / "chain.yaml"
     scen.write_text(chain_text())

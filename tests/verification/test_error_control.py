@@ -184,16 +184,109 @@ def test_bad_tolerances_are_refused_with_the_scenarios_other_problems():
         scenario_from_dict(spinning_spring(time={"end": 1.0, "step": 0.01, "controller": "pi"}))
 
 
-def test_a_controlled_run_is_not_resumed(tmp_path):
+def _interrupted_at_call(monkeypatch, sc, out, name, n, **kw):
+    """Run ``sc`` into ``out`` with a KeyboardInterrupt (as Ctrl-C raises it) at the ``n``-th call of
+    GeneralizedAlpha.``name``, the compiled loop in calls of 16 steps."""
+    from mbsim import driver
+    real, calls = getattr(GeneralizedAlpha, name), []
+
+    def interrupting(self, *args, **kwargs):
+        calls.append(1)
+        if len(calls) == n:
+            raise KeyboardInterrupt
+        return real(self, *args, **kwargs)
+    with monkeypatch.context() as m:
+        m.setattr(driver, "CALL_SECONDS", 0.0)
+        m.setattr(GeneralizedAlpha, name, interrupting)
+        first = driver.run(sc, str(out), **kw)
+    assert first.status == "interrupted", first.message
+    return first
+
+
+def _same_bits(a_path, b_path):
+    import h5py
+    from mbsim.io.writer import FRAME_DATASETS
+    with h5py.File(a_path) as a, h5py.File(b_path) as b:
+        assert b.attrs["status"] == "completed" and a["time"].shape == b["time"].shape
+        for k in FRAME_DATASETS:
+            if k in a:
+                assert np.array_equal(a[k][:], b[k][:], equal_nan=True), k
+        for k in ("steps", "rejected_steps", "smallest_step", "largest_step"):
+            assert a.attrs[k] == b.attrs[k], k
+
+
+@pytest.mark.parametrize("name", ["spinning_spring", "joint_kinds", "watched"])
+def test_a_controlled_run_resumed_from_its_checkpoint_is_the_uninterrupted_run_to_the_last_bit(
+        tmp_path, monkeypatch, name):
+    """Issue 31, item 4: a run with error-controlled steps stopped part-way and resumed (``--resume``) from
+    its checkpoint (the state with the predictor's history, the controller's memory -- step size, last
+    error, counts -- and the true accelerations, docs/output.md) writes the frames of the uninterrupted run
+    to the last bit, with its steps, rejections and smallest and largest step; and again when the newest
+    checkpoint was being written as the process died (its slot incomplete: the older one is used, the frames
+    after it cut and computed again).  On the compiled loop (a body; every joint kind with drives) and on the
+    step-by-step loop (watched)."""
+    import h5py
+    from mbsim import driver
+    from mbsim.io.writer import CHECKPOINT_GROUP, TrajectoryWriter
+    real = TrajectoryWriter.checkpoint
+    if name == "joint_kinds":
+        from dataclasses import replace as rep
+        from mbsim.scenario import load_scenario
+        from tests.integration._examples_util import REPO
+        sc = load_scenario(REPO / "scenarios" / "joint_kinds.yaml")
+        sc = rep(sc, time=rep(sc.time, end=0.5, rtol=1e-5, atol=1e-5, adaptive=True))
+    else:
+        sc = scenario_from_dict(spinning_spring(time={"end": 0.6, "step": 0.01, "tolerance": {"rtol": 1e-6}},
+                                                interval=0.007))
+    kw = {"on_step": lambda res: None} if name == "watched" else {}
+    whole = tmp_path / "whole.h5"
+    assert driver.run(sc, str(whole), **kw).status == "completed"
+    for torn in (False, True):
+        part = tmp_path / f"part{torn}.h5"
+        with monkeypatch.context() as m:  # every checkpoint written at once: two slots to choose from
+            m.setattr(TrajectoryWriter, "checkpoint", lambda self, *a: (real(self, *a), self.flush()))
+            first = _interrupted_at_call(monkeypatch, sc, part, "step" if name == "watched" else "advance_controlled",
+                                         300 if name == "watched" else 12, **kw)
+        with h5py.File(part, "r+") as f:
+            slots = f[CHECKPOINT_GROUP]
+            newest = max(slots.values(), key=lambda g: g.attrs["sequence"])
+            assert 0 < f["time"][-1] < sc.time.end and newest.attrs["frames"] == f["time"].shape[0]
+            if torn:  # as a kill while writing it leaves it
+                newest.attrs["complete"] = False
+                older = [g for g in slots.values() if g.name != newest.name][0]
+                assert older.attrs["time"] < newest.attrs["time"]
+        second = driver.run(sc, str(part), resume=True, **kw)
+        assert second.status == "completed", second.message
+        _same_bits(whole, part)
+
+
+def test_a_controlled_run_without_a_checkpoint_is_not_resumed(tmp_path):
     d = spinning_spring(time={"end": 1.0, "step": 0.01, "tolerance": {"rtol": 1e-4}})
     out = tmp_path / "r.h5"
     mbsim.simulate(d, output=out, end=0.3).raise_for_status()
     import h5py
-    with h5py.File(out, "r+") as f:  # as a run stopped at 0.3 s leaves it
-        f.attrs["status"] = "interrupted"
+    with h5py.File(out, "r+") as f:  # as a run killed before its first checkpoint leaves it
+        f.attrs["status"] = "running"
+        del f["checkpoint"]
     from mbsim import driver
-    with pytest.raises(driver.ResumeError, match="error-controlled steps"):
+    with pytest.raises(driver.ResumeError, match="no checkpoint"):
         driver.run(scenario_from_dict(d), str(out), resume=True)
+
+
+def test_a_step_with_more_frames_than_a_compiled_call_holds_writes_them_all():
+    """Frames far closer than the steps (interval 2e-5 s, steps up to ~8e-3 s: ~390 frames per step, more
+    than a compiled call's buffers hold): the step is taken again in the next call and the rest of its
+    frames written (they were lost), the frames those of the step-by-step loop."""
+    from mbsim import driver
+    sc = scenario_from_dict(spinning_spring(time={"end": 0.4, "step": 0.01, "tolerance": {"rtol": 1e-3}},
+                                            interval=2e-5))
+    fast = driver.run(sc, write=False, keep_frames=True)
+    slow = driver.run(sc, write=False, keep_frames=True, on_step=lambda res: None)
+    assert fast.largest_step > 300 * 2e-5 and fast.frames == slow.frames == 20001
+    assert fast.steps == slow.steps
+    a, b = fast.frames_data, slow.frames_data
+    assert np.array_equal(a["time"], b["time"])
+    assert np.abs(a["bodies/position"] - b["bodies/position"]).max() < 1e-9
 
 
 def test_verify_measures_tolerance_proportionality(tmp_path, capsys):
@@ -247,3 +340,15 @@ def test_the_compiled_loop_takes_the_steps_of_the_step_by_step_loop(name):
         assert np.abs(a[k] - b[k]).max() <= 1e-7 * scale, (k, np.abs(a[k] - b[k]).max())
     if "joints/force" in b:
         assert np.abs(a["joints/force"] - b["joints/force"]).max() <= 1e-6 * max(1.0, np.abs(b["joints/force"]).max())
+
+
+def test_overrides_keep_a_scenarios_tolerance_and_can_give_one():
+    """``simulate(…, end=…)`` (and every other override) keeps ``time.tolerance`` (it fell back to fixed
+    steps); ``tolerance=`` and ``max_step=`` override them."""
+    kept = mbsim.simulate(spinning_spring(time={"end": 1.0, "step": 0.01, "tolerance": {"rtol": 1e-4},
+                                                "max_step": 0.05}), end=0.3)
+    assert kept.attrs["smallest_step"] > 0 and kept.attrs["largest_step"] <= 0.05
+    given = mbsim.simulate(spinning_spring(), end=0.3, tolerance={"rtol": 1e-5, "atol": 1e-5}, max_step=0.02)
+    assert given.attrs["largest_step"] <= 0.02 and given.attrs["smallest_step"] < 0.01
+    with pytest.raises(mbsim.api.OverrideError, match="time.tolerance.rtol"):
+        mbsim.simulate(spinning_spring(), tolerance={"rtol": 2.0})
