@@ -536,22 +536,21 @@ class _Loop:
         ErrorControl`): each step from a state whose accelerations are moved to its size
         (:meth:`GeneralizedAlpha.rescaled`), its error from the true accelerations at both ends, accepted
         when the weighted norm is ≤ 1; the frames at ``output.interval`` (and ``time.end``) interpolated
-        between the accepted states (:mod:`mbsim.mechanics.interpolate`), never landed on.  Returns the
+        between the accepted states (:func:`mbsim.mechanics.interpolate.between`), never landed on.  The
+        rules are the compiled loop's own functions on the same memory (:mod:`mbsim.integrators.controlled`).  Returns the
         last state and (status, exit code, failure, message); the message of a completed run is made by
         the caller."""
         if self.on_step is None and getattr(self.integ, "can_advance", False):
             return self._controlled_compiled(s, ctl, bar)
         from .integrators import controlled as kc
-        from .mechanics.interpolate import state_between
-        from .stepping import error_norm
+        from .mechanics.interpolate import between
         integ, sc, model = self.integ, self.sc, self.model
-        nm = model.n_moving
+        tm, nm = sc.time, model.n_moving
         beta = integ.params.beta
-        rtol, atol = sc.time.rtol, sc.time.atol
-        interval, end = sc.output.interval, sc.time.end
-        mem, acc0 = self._control_start(s, ctl)
+        interval, end = sc.output.interval, tm.end
+        pi = 1.0 if ctl.controller == "pi" else 0.0
+        mem, acc0 = self._control_start(s, ctl)  # (the same memory and rules as the compiled loop)
         j = int(mem[kc.J_NEXT])  # the next frame's number (time j·interval)
-        acc = (acc0[:, :3], acc0[:, 3:], None)
         k, last_bar, t_start = 0, 0.0, self.t_start
 
         def culprit(body: int, part: int) -> str:
@@ -559,7 +558,7 @@ class _Loop:
         while not ctl.done(s.t):
             self._check_signal()
             self.first_run.poll()
-            h = ctl.next_step(s.t)
+            h = kc.step_size(mem, s.t, end, ctl.largest)
             t1 = end if h >= end - s.t else s.t + h
             k += 1
             res = integ.step(integ.rescaled(s, h), h)
@@ -568,18 +567,27 @@ class _Loop:
             if res.ok and not _finite(res.state):
                 res = replace(res, status=StepStatus.NONFINITE, message="the new state is not finite")
             if not res.ok:
-                why = ctl.rejected_step(res, s.t, h)
-                if why is None:
+                cut = kc.newton_cut(mem, h, tm.min_step)
+                _from_memory(ctl, mem)
+                ctl.why_small = res.message or ""
+                if cut:
                     continue
                 message = (f"step {k} from t = {s.t:.9g} s to t = {t1:.9g} s (dt = {h:.3g} s) failed: "
                            f"{res.message}; residual norm {res.residual_norm:.3e} after {res.iterations} Newton "
-                           f"iterations; {why}. The last frame stored is at t = {self.last_frame_t:.9g} s.")
+                           f"iterations; the step was cut to {h:.3g} s and a quarter of it would fall below "
+                           f"time.min_step = {tm.min_step:.3g} s. The last frame stored is at "
+                           f"t = {self.last_frame_t:.9g} s.")
                 return s, ("failed", EXIT_SOLVER, res.status.value, message)
             new = replace(res.state, t=t1)
-            acc1 = self._true_accelerations(new)
-            err, body, part = error_norm(h, end, beta, acc[:2], acc1[:2], s.r[:nm], new.r[:nm], rtol, atol)
+            a1, al1, lam1 = self._true_accelerations(new)
+            acc1 = np.ascontiguousarray(np.hstack((a1, al1)))
+            err, body, part = kc.error_norm(h, end, beta, nm, acc0, acc1, s.r, new.r, tm.rtol, tm.atol)
+            mem[kc.BODY], mem[kc.PART] = body, part
             who = culprit(body, part)
-            if not ctl.judge(err, h, s.t, who):
+            ok = kc.judge(mem, err, h, s.t, pi, ctl.largest, ctl.small_below)
+            _from_memory(ctl, mem)
+            ctl.why_small = f"the error of {who} set the step" if who else ""
+            if not ok:
                 stop = ctl.too_small(who)
                 if stop is not None:
                     message = (f"at t = {s.t:.9g} s {stop}. The last frame stored is at "
@@ -587,22 +595,18 @@ class _Loop:
                     return s, ("failed", EXIT_SOLVER, "collapsed", message)
                 continue
             # the frames in (t_n, t_{n+1}]: interpolated, or the new state itself at its time
-            ends = ({"r": s.r[:nm], "q": s.q[:nm], "v": s.v[:nm], "w": s.w[:nm], "a": acc[0], "al": acc[1]},
-                    {"r": new.r[:nm], "q": new.q[:nm], "v": new.v[:nm], "w": new.w[:nm], "a": acc1[0],
-                     "al": acc1[1]})
             while True:
                 tj = min(j * interval, end)
                 if tj > t1 * (1.0 + 1e-12) + 1e-300 or (tj >= end and t1 < end):
                     break
                 u = (tj - s.t) / h
                 if abs(tj - t1) <= 1e-9 * h:
-                    frame_state = replace(new, a=np.vstack((acc1[0], new.a[nm:])),
-                                          al=np.vstack((acc1[1], new.al[nm:])), lam=acc1[2])
+                    frame_state = replace(new, a=np.vstack((a1, new.a[nm:])), al=np.vstack((al1, new.al[nm:])),
+                                          lam=lam1)
                 else:
-                    x = state_between(u, h, *ends)
-                    frame_state = replace(new, t=tj, r=np.vstack((x["r"], new.r[nm:])),
-                                          q=np.vstack((x["q"], new.q[nm:])), v=np.vstack((x["v"], new.v[nm:])),
-                                          w=np.vstack((x["w"], new.w[nm:])),
+                    x = tuple(y.copy() for y in (new.r, new.q, new.v, new.w))  # (rows below nm: interpolated)
+                    between(u, h, nm, (s.r, s.q, s.v, s.w), (new.r, new.q, new.v, new.w), acc0, acc1, x)
+                    frame_state = replace(new, t=tj, r=x[0], q=x[1], v=x[2], w=x[3],
                                           dissipated=s.dissipated + u * (new.dissipated - s.dissipated),
                                           external_work=s.external_work + u * (new.external_work - s.external_work))
                     a_, al_, lam_ = self._true_accelerations(frame_state)
@@ -612,9 +616,10 @@ class _Loop:
                 if tj >= end:
                     break
                 j += 1
-            s, acc = new, acc1
+            s, acc0 = new, acc1
+            mem[kc.J_NEXT], mem[kc.T_NOW] = j, s.t
             self.s_now = s
-            self._checkpoint(s, _memory(ctl, s.t, j), np.hstack(acc[:2]))
+            self._checkpoint(s, mem, acc0)
             stop = collapsed(ctl, s.t)
             if stop is not None:
                 message = f"at t = {s.t:.9g} s {stop}. The last frame stored is at t = {self.last_frame_t:.9g} s."
@@ -653,7 +658,7 @@ class _Loop:
             self._fbuf = kfr.buffers(B, C, self._fcap, J)
         mem, acc0 = self._control_start(s, ctl)
         settings = (tm.rtol, tm.atol, tm.min_step, ctl.largest, tm.end, 1.0 if ctl.controller == "pi" else 0.0,
-                    sc.output.interval, tm.step)
+                    sc.output.interval, ctl.small_below)
         last_bar, per_step, chunk = 0.0, None, 64
         while not ctl.done(s.t):
             self._check_signal()

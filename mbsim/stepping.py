@@ -149,20 +149,15 @@ class AdaptiveSteps:
         return None
 
 
-# error control (THEORY §14): the step's growth and cut limits, the safety factor, and the PI controller's
-# exponents on the error of this step and of the last accepted one (Gustafsson; Hairer & Wanner IV.2) for
-# a measure of order k = 2 in the step (the local error per unit step, docs/stepping.md)
-GROW_MAX, CUT_MAX, SAFETY = 2.0, 0.2, 0.9
-ORDER = 2
-PI_I, PI_P = 0.7 / ORDER, 0.4 / ORDER
-NEWTON_CUT = 0.25  # a step whose Newton iteration failed is tried again with this fraction of it
 CONTROLLERS = ("pi", "elementary")  # (mbsim.scenario.spec.STEP_CONTROLLERS: the loader's; a test checks)
 
 
 class ErrorControl:
-    """Steps chosen by their local error (``time.tolerance``, THEORY §14): the driver asks for the next
-    step (:meth:`next_step`), takes it, and reports the weighted norm ‖e‖ of its local error
-    (:func:`error_norm`) to :meth:`judge`, or a failed Newton iteration to :meth:`rejected_step`.
+    """Steps chosen by their local error (``time.tolerance``, THEORY §14): what the driver and the summary
+    read of the controller.  The rules themselves -- the step size, the error per unit step, the PI or
+    elementary rule, the cut after a failed Newton iteration -- are compiled functions of the controller's
+    memory (:mod:`mbsim.integrators.controlled`: ``step_size``, ``error_norm``, ``judge``, ``newton_cut``),
+    which both error-controlled loops call; this record is set from that memory after each step or call.
 
     The step is judged by its error per unit step, ``E = ‖e‖ · T / h`` (T = ``time.end``): accepted when
     E ≤ 1, so that the local errors of all the steps add up to at most the tolerance over the run and the
@@ -182,55 +177,20 @@ class ErrorControl:
         self.end, self.min_step, self.controller = tm.end, tm.min_step, controller
         self.max_step = tm.step  # (the reference of collapsed(): the step the user gave)
         self.largest = tm.max_step if tm.max_step is not None else math.inf
-        self.dt = min(tm.step, self.largest)
+        self.dt = min(tm.step, self.largest)  # the next step
         self.err_prev = 1.0  # the last accepted step's error norm (1: none yet)
         self.after_reject = False
         self.rejected = self.accepted_steps = 0
         self.h_min, self.h_max = math.inf, 0.0  # the smallest and largest accepted step
         self.small, self.small_t0, self.why_small = 0, t0, ""
 
+    @property
+    def small_below(self) -> float:
+        """Accepted steps below this count towards a collapse (:func:`collapsed`)."""
+        return COLLAPSED_FRACTION * self.max_step
+
     def done(self, t: float) -> bool:
         return t >= self.end
-
-    def next_step(self, t: float) -> float:
-        """The step to take from ``t``: the controller's, or what is left to ``time.end`` when that is no
-        more, or half of it when it is less than one and a half (no sliver of a last step)."""
-        h = min(self.dt, self.largest)
-        rest = self.end - t
-        if rest <= h * (1.0 + 1e-9):
-            return rest
-        return 0.5 * rest if rest < 1.5 * h else h
-
-    def judge(self, err: float, h: float, t: float, culprit: str = "") -> bool:
-        """Step ``t`` → ``t + h`` has the local error norm ``err``: accepted (True) or not, and the next
-        step (class docstring)."""
-        err = err if math.isfinite(err) else 1e10
-        ok = err <= 1.0
-        e = max(err, 1e-10)
-        if self.controller == "pi" and ok and not self.after_reject:
-            fac = SAFETY * e ** -PI_I * max(self.err_prev, 1e-10) ** PI_P
-        else:
-            fac = SAFETY * e ** (-1.0 / ORDER)
-        fac = min(GROW_MAX, max(CUT_MAX, fac))
-        if not ok or self.after_reject:
-            fac = min(fac, 1.0)
-        self.dt = min(h * fac, self.largest)
-        if ok:
-            self.err_prev, self.after_reject = e, False
-            self.accepted_steps += 1
-            self.h_min, self.h_max = min(self.h_min, h), max(self.h_max, h)
-            if h < COLLAPSED_FRACTION * self.max_step:
-                if self.small == 0:
-                    self.small_t0 = t
-                self.small += 1
-                self.why_small = f"the error of {culprit} set the step" if culprit else ""
-            else:
-                self.small = 0
-        else:
-            self.rejected += 1
-            self.after_reject = True
-            self.why_small = f"the error of {culprit} set the step" if culprit else ""
-        return ok
 
     def too_small(self, culprit: str = "") -> Optional[str]:
         """Why the run ends when the next step falls below ``time.min_step`` (None: it does not)."""
@@ -240,38 +200,6 @@ class ErrorControl:
         by = f" (the error of {culprit} set it)" if culprit else ""
         return (f"the tolerance asks for a step below time.min_step = {self.min_step:.3g} s{by}; a larger "
                 f"tolerance, or a smaller time.min_step, lets the run go on")
-
-    def rejected_step(self, res, t: float, dt: float) -> Optional[str]:
-        """The Newton iteration of step ``t`` → ``t + dt`` failed: try again with a quarter of it (None),
-        or give up below ``min_step`` (the reason)."""
-        self.rejected += 1
-        self.after_reject = True
-        self.why_small = getattr(res, "message", "") or ""
-        cut = NEWTON_CUT * dt
-        if cut < self.min_step:
-            return (f"the step was cut to {dt:.3g} s and a quarter of it would fall below "
-                    f"time.min_step = {self.min_step:.3g} s")
-        self.dt = cut
-        return None
-
-
-def error_norm(h: float, span: float, beta: float, acc0, acc1, r0, r1, rtol: float, atol: float) -> tuple:
-    """THEORY §14's local error ``e = Δt² |β − 1/6| (ẍ_{n+1} − ẍ_n)`` of every moving body's translation
-    and rotation, from the true accelerations ``acc0``, ``acc1`` = (a, α) (n, 3) each, and its RMS norm
-    over the components, each weighted by its share of the run, ``s · h/T`` (T = ``span``, the run's
-    length: the error per unit step, docs/stepping.md), with ``s = atol + rtol |r|`` for a coordinate of
-    a centre (|r| the larger of ``r0``, ``r1``) and ``s = atol`` (rad) for a rotation.  Returns (norm,
-    body, part): the body and part (0 translation, 1 rotation) whose weighted error is largest."""
-    import numpy as np
-    n = acc0[0].shape[0]
-    if n == 0:
-        return 0.0, -1, 0
-    c = h * h * abs(beta - 1.0 / 6.0) * span / h
-    wt = c * (acc1[0] - acc0[0]) / (atol + rtol * np.maximum(np.abs(r0), np.abs(r1)))
-    wr = c * (acc1[1] - acc0[1]) / atol
-    parts = np.stack((np.linalg.norm(wt, axis=1), np.linalg.norm(wr, axis=1)), axis=1)
-    body, part = np.unravel_index(int(np.argmax(parts)), parts.shape)
-    return math.sqrt((float(np.sum(wt * wt)) + float(np.sum(wr * wr))) / (6 * n)), int(body), int(part)
 
 
 def collapsed(ctl, t: float) -> Optional[str]:

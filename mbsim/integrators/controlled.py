@@ -6,10 +6,11 @@ Per step from ``t_n``: the size (the controller's, ended at ``end``); the accele
 (:meth:`GeneralizedAlpha.rescaled`'s formula); the loads and the drives' targets at ``t_n`` and
 ``t_{n+1}`` from the compiled time functions (:mod:`mbsim.kernels.timefn`); the Newton iteration; the
 true accelerations at the new state (the constrained equations, :mod:`mbsim.mechanics.constrained`);
-the error per unit step (:func:`mbsim.stepping.error_norm`'s); then either the state is put back and
+the error per unit step (:func:`error_norm`); then either the state is put back and
 the step tried again smaller, or the step is accepted, the frames that fall in it are interpolated
-(:mod:`mbsim.mechanics.interpolate`'s formulas) and written as rows of the frame buffers, and the next
-size chosen (PI or elementary, :class:`mbsim.stepping.ErrorControl`'s rule, the same constants).
+(:func:`mbsim.mechanics.interpolate.between`) and written as rows of the frame buffers, and the next
+size chosen (:func:`judge`: PI or elementary).  The driver's step-by-step loop (a watched run) calls the
+same rules (:func:`step_size`, :func:`newton_cut`, :func:`error_norm`, :func:`judge`) on the same memory.
 
 ``ctl`` (float64, :data:`N_CTL`) is the controller's memory, in and out (what a resumed run needs): the
 next step, the last accepted error, whether the last step was rejected, the counts, the smallest and
@@ -25,6 +26,7 @@ from ..kernels import njit
 from ..kernels import timefn as tf
 from ..mechanics.constrained import solve as constrained_solve
 from ..mechanics.frames import frame_row
+from ..mechanics.interpolate import between
 from . import step as ks
 
 # the controller's memory (ctl[...])
@@ -33,83 +35,20 @@ N_CTL = 13
 # why a call returned (status[1]): the stop time, the frame buffer or the step count reached; a Newton
 # failure below min_step; the error asks for a step below min_step; a frame not finite; singular joints
 DONE, NEWTON_FAILED, TOO_SMALL, NOT_FINITE, SINGULAR = 0, 1, 2, 3, 4
+# the controller's rules (docs/stepping.md): the next step at most GROW_MAX and at least CUT_MAX times the
+# last, SAFETY below what the estimate asks, the error O(Δt^ORDER); a failed Newton iteration cuts to NEWTON_CUT
 GROW_MAX, CUT_MAX, SAFETY, ORDER, NEWTON_CUT = 2.0, 0.2, 0.9, 2.0, 0.25
-PI_I, PI_P = 0.7 / ORDER, 0.4 / ORDER
-COLLAPSED_FRACTION = 1e-3
+PI_I, PI_P = 0.7 / ORDER, 0.4 / ORDER  # the PI controller's exponents
 
 
 @njit(cache=True)
-def _qmul(a0, a1, a2, a3, b0, b1, b2, b3):
-    return (a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3, a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
-            a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1, a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0)
-
-
-@njit(cache=True)
-def _rotate_inv(q, i, v0, v1, v2):
-    """Λᵀ v for the unit quaternion q[i]."""
-    w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
-    t0, t1, t2, t3 = _qmul(w, -x, -y, -z, 0.0, v0, v1, v2)
-    r = _qmul(t0, t1, t2, t3, w, x, y, z)
-    return r[1], r[2], r[3]
-
-
-@njit(cache=True)
-def _hermite(x0, d0, x1, d1, h, s):
-    s2 = s * s
-    s3 = s2 * s
-    return (2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * d0 + (3 * s2 - 2 * s3) * x1 + (s3 - s2) * h * d1
-
-
-@njit(cache=True)
-def _between(s, h, nm, x0, x1, acc0, acc1, out):
-    """The state at t_n + s h between the accepted states ``x0``, ``x1`` = (r, q, v, w) of the moving
-    bodies (mbsim.mechanics.interpolate.state_between's formulas); ``out`` = (r, q, v, w) ← it."""
-    r0, q0, v0, w0 = x0
-    r1, q1, v1, w1 = x1
-    ro, qo, vo, wo = out
-    for i in range(nm):
-        for k in range(3):
-            ro[i, k] = _hermite(r0[i, k], v0[i, k], r1[i, k], v1[i, k], h, s)
-            vo[i, k] = _hermite(v0[i, k], acc0[i, k], v1[i, k], acc1[i, k], h, s)
-            wo[i, k] = _hermite(w0[i, k], acc0[i, 3 + k], w1[i, k], acc1[i, 3 + k], h, s)
-        # Θ = log(Λ_nᵀ Λ_{n+1}) (material), the shorter way round
-        a0, a1, a2, a3 = _qmul(q0[i, 0], -q0[i, 1], -q0[i, 2], -q0[i, 3], q1[i, 0], q1[i, 1], q1[i, 2], q1[i, 3])
-        if a0 < 0.0:
-            a0, a1, a2, a3 = -a0, -a1, -a2, -a3
-        n = math.sqrt(a1 * a1 + a2 * a2 + a3 * a3)
-        if n < 1e-8:
-            c = 2.0 / max(a0, 1e-300)
-        else:
-            c = 2.0 * math.atan2(n, a0) / n
-        th = (c * a1, c * a2, c * a3)
-        W0 = _rotate_inv(q0, i, w0[i, 0], w0[i, 1], w0[i, 2])
-        W1 = _rotate_inv(q1, i, w1[i, 0], w1[i, 1], w1[i, 2])
-        # J_r(Θ)⁻¹ W1
-        tn = math.sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2])
-        if tn < 1e-4:
-            cc = 1.0 / 12.0 + tn * tn / 720.0
-        else:
-            cc = 1.0 / (tn * tn) - (1.0 + math.cos(tn)) / (2.0 * tn * math.sin(tn))
-        p0 = th[1] * W1[2] - th[2] * W1[1]
-        p1 = th[2] * W1[0] - th[0] * W1[2]
-        p2 = th[0] * W1[1] - th[1] * W1[0]
-        pp0 = th[1] * p2 - th[2] * p1
-        pp1 = th[2] * p0 - th[0] * p2
-        pp2 = th[0] * p1 - th[1] * p0
-        D1 = (W1[0] + 0.5 * p0 + cc * pp0, W1[1] + 0.5 * p1 + cc * pp1, W1[2] + 0.5 * p2 + cc * pp2)
-        phi = (_hermite(0.0, W0[0], th[0], D1[0], h, s), _hermite(0.0, W0[1], th[1], D1[1], h, s),
-               _hermite(0.0, W0[2], th[2], D1[2], h, s))
-        a = math.sqrt(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2])
-        k = 0.5 - a * a / 48.0 if a < 1e-8 else math.sin(0.5 * a) / a
-        e0, e1, e2, e3 = math.cos(0.5 * a), k * phi[0], k * phi[1], k * phi[2]
-        b0, b1, b2, b3 = _qmul(q0[i, 0], q0[i, 1], q0[i, 2], q0[i, 3], e0, e1, e2, e3)
-        nq = math.sqrt(b0 * b0 + b1 * b1 + b2 * b2 + b3 * b3)
-        qo[i, 0], qo[i, 1], qo[i, 2], qo[i, 3] = b0 / nq, b1 / nq, b2 / nq, b3 / nq
-
-
-@njit(cache=True)
-def _error(h, T, beta, nm, acc0, acc1, r0, r1, rtol, atol):
-    """mbsim.stepping.error_norm: (norm, body, part)."""
+def error_norm(h, T, beta, nm, acc0, acc1, r0, r1, rtol, atol):
+    """THEORY §14's local error ``e = Δt² |β − 1/6| (ẍ_{n+1} − ẍ_n)`` of every moving body's translation and
+    rotation, from the true accelerations ``acc0``, ``acc1`` (nm, 6: [a, α]) at the step's ends, and its RMS
+    norm over the components, each weighted by its share of the run, ``w h/T`` (the error per unit step,
+    docs/stepping.md), with ``w = atol + rtol |r|`` for a coordinate of a centre (|r| the larger of ``r0``,
+    ``r1``) and ``w = atol`` (rad) for a rotation.  Returns (norm, body, part): the body and part (0
+    translation, 1 rotation) whose weighted error is largest."""
     c = h * h * abs(beta - 1.0 / 6.0) * T / h
     total, worst, body, part = 0.0, -1.0, -1, 0
     for i in range(nm):
@@ -130,8 +69,38 @@ def _error(h, T, beta, nm, acc0, acc1, r0, r1, rtol, atol):
 
 
 @njit(cache=True)
-def _judge(ctl, err, h, t, pi, largest, max_step):
-    """ErrorControl.judge: accepted or not, and ctl[H] the next step."""
+def step_size(ctl, t, T, largest):
+    """The step to take from ``t``: the controller's (``ctl[H]``, at most ``largest``), or what is left to
+    ``T`` (time.end) when that is no more, or half of it when it is less than one and a half (no sliver of
+    a last step).  Steps are never shortened to land on frames (they are interpolated)."""
+    rest = T - t
+    h = min(ctl[H], largest)
+    if rest <= h * (1.0 + 1e-9):
+        return rest
+    if rest < 1.5 * h:
+        return 0.5 * rest
+    return h
+
+
+@njit(cache=True)
+def newton_cut(ctl, h, min_step):
+    """The Newton iteration of a step of ``h`` failed: counted as rejected, and the next try a quarter of
+    it (True), unless that falls below ``min_step`` (False: the run ends)."""
+    ctl[REJECTED] += 1.0
+    ctl[AFTER_REJECT] = 1.0
+    if NEWTON_CUT * h < min_step:
+        return False
+    ctl[H] = NEWTON_CUT * h
+    return True
+
+
+@njit(cache=True)
+def judge(ctl, err, h, t, pi, largest, small_below):
+    """The step ``t`` → ``t + h`` has the error norm ``err`` (:func:`error_norm`): accepted when ≤ 1 (True),
+    and ``ctl[H]`` the next step: ``h · 0.9 E^(−1/2)`` (elementary, ``pi`` = 0) or, after an accepted step,
+    ``h · 0.9 E^(−0.7/2) E_prev^(0.4/2)`` (PI, ``pi`` = 1), between 0.2 h and 2 h, no larger after a
+    rejection, at most ``largest``.  Counts the accepted and rejected steps, the smallest and largest
+    accepted, and the accepted steps in a row below ``small_below`` (a collapse, mbsim.stepping.collapsed)."""
     if not math.isfinite(err):
         err = 1e10
     ok = err <= 1.0
@@ -148,7 +117,7 @@ def _judge(ctl, err, h, t, pi, largest, max_step):
         ctl[ERR_PREV], ctl[AFTER_REJECT] = e, 0.0
         ctl[ACCEPTED] += 1.0
         ctl[H_MIN], ctl[H_MAX] = min(ctl[H_MIN], h), max(ctl[H_MAX], h)
-        if h < COLLAPSED_FRACTION * max_step:
+        if h < small_below:
             if ctl[SMALL] == 0.0:
                 ctl[SMALL_T0] = t
             ctl[SMALL] += 1.0
@@ -181,8 +150,8 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
     first step's); ``spec`` = (fns, loads, drive) (:meth:`mbsim.model.model.Model.time_functions`);
     ``report`` = (iterations, residuals, counters, hist, R_out, status, f_time, f_iterations, f_residual,
     f_step): per frame row its time, its step's iterations and residual and the step it fell in;
-    ``cset`` = (rtol, atol, min_step, largest, T (time.end), pi, interval, t_stop, max_steps, max_step
-    (time.step, the collapse reference)); ``control`` = (ctl, cset, acc0): the controller's memory, those
+    ``cset`` = (rtol, atol, min_step, largest, T (time.end), pi, interval, t_stop, max_steps, small_below
+    (the steps that count towards a collapse are below it, :func:`judge`)); ``control`` = (ctl, cset, acc0): the controller's memory, those
     settings and the true accelerations (nm, 6) of ``state`` (in/out).
     Returns the frame rows written; ``status[1]`` why it returned (DONE, NEWTON_FAILED: ``status[2]``,
     ``status[4]`` the reason and culprit; TOO_SMALL: ctl[BODY], ctl[PART] whose error; NOT_FINITE;
@@ -196,7 +165,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
     modified, max_it, rtol_n, atol_n, roundoff, noise, contraction, slow, thin_margin = test
     r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = state
     iterations, residuals, counters, hist_out, R_out, status, f_time, f_its, f_res, f_step = report
-    rtol, atol, min_step, largest, T, pi, interval, t_stop, max_steps, ref_step = cset
+    rtol, atol, min_step, largest, T, pi, interval, t_stop, max_steps, small_below = cset
     n_all = r.shape[0]
     n_own = lam.shape[0]
     consts, mdl, it, pred, Xn, inc, ewk, S, pw, out, nwk, lam1, scale, cwk, fwk, xs, saved, sw = \
@@ -233,12 +202,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
     ctl0 = np.empty_like(ctl)  # the memory before this attempt (a step whose frames overflow is taken again)
     while t < t_stop and nf < cap and steps < max_steps:
         ctl0[:] = ctl
-        rest = T - t
-        h = min(ctl[H], largest)
-        if rest <= h * (1.0 + 1e-9):
-            h = rest
-        elif rest < 1.5 * h:
-            h = 0.5 * rest
+        h = step_size(ctl, t, T, largest)
         t1 = T if h >= T - t else t + h
         # keep the state (a rejected step starts again from it)
         r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy; lam0[:] = lam
@@ -305,19 +269,16 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
             lu_state[0] = 0.0
             if status[1] == SINGULAR:
                 return nf
-            ctl[REJECTED] += 1.0
-            ctl[AFTER_REJECT] = 1.0
-            if NEWTON_CUT * h < min_step:
+            if not newton_cut(ctl, h, min_step):
                 status[1] = NEWTON_FAILED
                 status[2] = reason
                 status[4] = culprit
                 R_out[:] = out[1]
                 return nf
-            ctl[H] = NEWTON_CUT * h
             continue
-        err, body, part = _error(h, T, beta, nm, acc0, acc1, r0, r, rtol, atol)
+        err, body, part = error_norm(h, T, beta, nm, acc0, acc1, r0, r, rtol, atol)
         ctl[BODY], ctl[PART] = body, part
-        if not _judge(ctl, err, h, t, pi, largest, ref_step):
+        if not judge(ctl, err, h, t, pi, largest, small_below):
             r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
             a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
             if ctl[H] < min_step:
@@ -364,7 +325,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
                         fr[0][i, kk], fr[2][i, kk], fr[3][i, kk] = r[i, kk], v[i, kk], w[i, kk]
                     for kk in range(4):
                         fr[1][i, kk] = q[i, kk]
-                _between(s, h, nm, (r0, q0, v0, w0), (r, q, v, w), acc0, acc1, fr)
+                between(s, h, nm, (r0, q0, v0, w0), (r, q, v, w), acc0, acc1, fr)
                 fe[0] = e0[0] + s * (energy[0] - e0[0])
                 fe[1] = e0[1] + s * (energy[1] - e0[1])
                 lam_f = np.empty(n_own)

@@ -318,7 +318,8 @@ class GeneralizedAlpha:
         until ``t_stop``, ``max_steps`` accepted steps or the frame buffers' capacity, the frames that fall
         in them written to ``buffers``' rows.  ``ctl`` is the controller's memory (in/out: its ``T_NOW``
         must be ``s.t``), ``settings`` = (rtol, atol, min_step, largest step, time.end, PI (1.0) or
-        elementary (0.0), output.interval, time.step), ``acc0`` (n_moving, 6) the true accelerations of
+        elementary (0.0), output.interval, the step below which accepted steps count towards a collapse),
+        ``acc0`` (n_moving, 6) the true accelerations of
         ``s`` (in/out).
 
         Returns ``(state, frames, (times, iterations, residuals, steps), why, status)``: the state after the
@@ -331,9 +332,9 @@ class GeneralizedAlpha:
         cap = buffers["scalars"].shape[0]
         fmeta = (np.zeros(cap), np.zeros(cap, dtype=np.int64), np.zeros(cap), np.zeros(cap))
         report = b["report"] + fmeta
-        rtol, atol, min_step, largest, end, pi, interval, step = settings
+        rtol, atol, min_step, largest, end, pi, interval, small_below = settings
         cset = (float(rtol), float(atol), float(min_step), float(largest), float(end), float(pi), float(interval),
-                float(t_stop), int(max_steps), float(step))
+                float(t_stop), int(max_steps), float(small_below))
         mech = self.mechanism
         plan = (cap, 1, True, float(ctl[kc.H]), ks.TANGENTS[self.spec.tangent])
         solver = (mech.solver.lu, mech.assembler.body_pos, mech.assembler.size) + mech.lu
@@ -347,7 +348,7 @@ class GeneralizedAlpha:
         """Compile (or load) :meth:`advance_controlled`'s loop: one call that takes no step."""
         from . import controlled as kc
         ctl = np.zeros(kc.N_CTL)
-        ctl[kc.H], ctl[kc.T_NOW], ctl[kc.J_NEXT] = settings[-1], s.t, 1.0
+        ctl[kc.H], ctl[kc.T_NOW], ctl[kc.J_NEXT] = 1.0, s.t, 1.0  # (no step is taken: t_stop = s.t)
         m = self.model
         saved = (self.n_steps, self.n_iterations, self.n_assemblies, self.n_floor, dict(self.timing))
         self.advance_controlled(s, ctl, settings, np.zeros((m.n_moving, 6)),

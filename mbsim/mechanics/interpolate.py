@@ -16,77 +16,90 @@ Quaternions are [w, x, y, z] (OUTPUT.md).
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
-
-def hermite(x0, d0, x1, d1, h: float, s: float):
-    """The cubic Hermite interpolant at ``s`` ∈ [0, 1] of values ``x0``, ``x1`` and derivatives (per unit
-    time) ``d0``, ``d1`` over a step of ``h``."""
-    s2, s3 = s * s, s * s * s
-    return ((2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * d0 + (3 * s2 - 2 * s3) * x1
-            + (s3 - s2) * h * d1)
+from ..kernels import njit
 
 
-def _quat_mul(p, q):
-    w1, x1, y1, z1 = np.moveaxis(p, -1, 0)
-    w2, x2, y2, z2 = np.moveaxis(q, -1, 0)
-    return np.stack((w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2), axis=-1)
+@njit(cache=True)
+def _qmul(a0, a1, a2, a3, b0, b1, b2, b3):
+    return (a0 * b0 - a1 * b1 - a2 * b2 - a3 * b3, a0 * b1 + a1 * b0 + a2 * b3 - a3 * b2,
+            a0 * b2 - a1 * b3 + a2 * b0 + a3 * b1, a0 * b3 + a1 * b2 - a2 * b1 + a3 * b0)
 
 
-def _conj(q):
-    return q * np.array([1.0, -1.0, -1.0, -1.0])
+@njit(cache=True)
+def _rotate_inv(q, i, v0, v1, v2):
+    """Λᵀ v for the unit quaternion q[i]."""
+    w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+    t0, t1, t2, t3 = _qmul(w, -x, -y, -z, 0.0, v0, v1, v2)
+    r = _qmul(t0, t1, t2, t3, w, x, y, z)
+    return r[1], r[2], r[3]
 
 
-def quat_exp(phi):
-    """The unit quaternions of rotation vectors ``phi`` (..., 3)."""
-    a = np.linalg.norm(phi, axis=-1, keepdims=True)
-    small = a < 1e-8
-    k = np.where(small, 0.5 - a * a / 48.0, np.sin(0.5 * a) / np.where(small, 1.0, a))
-    return np.concatenate((np.cos(0.5 * a), k * phi), axis=-1)
+@njit(cache=True)
+def _hermite(x0, d0, x1, d1, h, s):
+    s2 = s * s
+    s3 = s2 * s
+    return (2 * s3 - 3 * s2 + 1) * x0 + (s3 - 2 * s2 + s) * h * d0 + (3 * s2 - 2 * s3) * x1 + (s3 - s2) * h * d1
 
 
-def quat_log(q):
-    """The rotation vectors (..., 3) of unit quaternions ``q``, angles in [0, π]."""
-    q = np.where(q[..., :1] < 0.0, -q, q)  # the shorter way round
-    v = q[..., 1:]
-    n = np.linalg.norm(v, axis=-1, keepdims=True)
-    a = 2.0 * np.arctan2(n, q[..., :1])
-    small = n < 1e-8
-    return np.where(small, 2.0 * v / np.maximum(q[..., :1], 1e-300), a * v / np.where(small, 1.0, n))
-
-
-def rotate(q, v, inverse: bool = False):
-    """``Λ v`` (or ``Λᵀ v``) for unit quaternions ``q`` (..., 4) and vectors ``v`` (..., 3)."""
-    qv = np.concatenate((np.zeros(v.shape[:-1] + (1,)), v), axis=-1)
-    if inverse:
-        return _quat_mul(_quat_mul(_conj(q), qv), q)[..., 1:]
-    return _quat_mul(_quat_mul(q, qv), _conj(q))[..., 1:]
-
-
-def jr_inverse(phi, w):
-    """``J_r(φ)⁻¹ w`` (rows): the inverse right Jacobian of exp on SO(3),
-    ``I + ½ φ̂ + (1/θ² − (1 + cos θ)/(2 θ sin θ)) φ̂²``."""
-    th = np.linalg.norm(phi, axis=-1, keepdims=True)
-    small = th < 1e-4
-    ts = np.where(small, 1.0, th)
-    c = np.where(small, 1.0 / 12.0 + th * th / 720.0, 1.0 / (ts * ts) - (1.0 + np.cos(ts)) / (2.0 * ts * np.sin(ts)))
-    pw = np.cross(phi, w)
-    return w + 0.5 * pw + c * np.cross(phi, pw)
+@njit(cache=True)
+def between(s, h, nm, x0, x1, acc0, acc1, out):
+    """The state at ``t_n + s h`` (s ∈ [0, 1]) between two accepted states ``x0``, ``x1`` = (r, q, v, w) of
+    the first ``nm`` bodies (the moving ones), ``acc0``, ``acc1`` (nm, 6) their true accelerations [a, α]:
+    ``out`` = (r, q, v, w) ← it, rows below ``nm`` (module docstring).  The error-controlled loops' frames,
+    compiled (mbsim.integrators.controlled) and step by step (the driver)."""
+    r0, q0, v0, w0 = x0
+    r1, q1, v1, w1 = x1
+    ro, qo, vo, wo = out
+    for i in range(nm):
+        for k in range(3):
+            ro[i, k] = _hermite(r0[i, k], v0[i, k], r1[i, k], v1[i, k], h, s)
+            vo[i, k] = _hermite(v0[i, k], acc0[i, k], v1[i, k], acc1[i, k], h, s)
+            wo[i, k] = _hermite(w0[i, k], acc0[i, 3 + k], w1[i, k], acc1[i, 3 + k], h, s)
+        # Θ = log(Λ_nᵀ Λ_{n+1}) (material), the shorter way round
+        a0, a1, a2, a3 = _qmul(q0[i, 0], -q0[i, 1], -q0[i, 2], -q0[i, 3], q1[i, 0], q1[i, 1], q1[i, 2], q1[i, 3])
+        if a0 < 0.0:
+            a0, a1, a2, a3 = -a0, -a1, -a2, -a3
+        n = math.sqrt(a1 * a1 + a2 * a2 + a3 * a3)
+        if n < 1e-8:
+            c = 2.0 / max(a0, 1e-300)
+        else:
+            c = 2.0 * math.atan2(n, a0) / n
+        th = (c * a1, c * a2, c * a3)
+        W0 = _rotate_inv(q0, i, w0[i, 0], w0[i, 1], w0[i, 2])
+        W1 = _rotate_inv(q1, i, w1[i, 0], w1[i, 1], w1[i, 2])
+        # J_r(Θ)⁻¹ W1
+        tn = math.sqrt(th[0] * th[0] + th[1] * th[1] + th[2] * th[2])
+        if tn < 1e-4:
+            cc = 1.0 / 12.0 + tn * tn / 720.0
+        else:
+            cc = 1.0 / (tn * tn) - (1.0 + math.cos(tn)) / (2.0 * tn * math.sin(tn))
+        p0 = th[1] * W1[2] - th[2] * W1[1]
+        p1 = th[2] * W1[0] - th[0] * W1[2]
+        p2 = th[0] * W1[1] - th[1] * W1[0]
+        pp0 = th[1] * p2 - th[2] * p1
+        pp1 = th[2] * p0 - th[0] * p2
+        pp2 = th[0] * p1 - th[1] * p0
+        D1 = (W1[0] + 0.5 * p0 + cc * pp0, W1[1] + 0.5 * p1 + cc * pp1, W1[2] + 0.5 * p2 + cc * pp2)
+        phi = (_hermite(0.0, W0[0], th[0], D1[0], h, s), _hermite(0.0, W0[1], th[1], D1[1], h, s),
+               _hermite(0.0, W0[2], th[2], D1[2], h, s))
+        a = math.sqrt(phi[0] * phi[0] + phi[1] * phi[1] + phi[2] * phi[2])
+        k = 0.5 - a * a / 48.0 if a < 1e-8 else math.sin(0.5 * a) / a
+        e0, e1, e2, e3 = math.cos(0.5 * a), k * phi[0], k * phi[1], k * phi[2]
+        b0, b1, b2, b3 = _qmul(q0[i, 0], q0[i, 1], q0[i, 2], q0[i, 3], e0, e1, e2, e3)
+        nq = math.sqrt(b0 * b0 + b1 * b1 + b2 * b2 + b3 * b3)
+        qo[i, 0], qo[i, 1], qo[i, 2], qo[i, 3] = b0 / nq, b1 / nq, b2 / nq, b3 / nq
 
 
 def state_between(s: float, h: float, x0: dict, x1: dict) -> dict:
-    """The state at ``t_n + s h`` between two accepted states ``x0``, ``x1``: dicts of ``r``, ``q``, ``v``,
-    ``w`` and the true accelerations ``a``, ``al`` (n, 3 or 4); returns ``r``, ``q``, ``v``, ``w``
-    (module docstring)."""
-    r = hermite(x0["r"], x0["v"], x1["r"], x1["v"], h, s)
-    v = hermite(x0["v"], x0["a"], x1["v"], x1["a"], h, s)
-    w = hermite(x0["w"], x0["al"], x1["w"], x1["al"], h, s)
-    q0, q1 = x0["q"], x1["q"]
-    theta = quat_log(_quat_mul(_conj(q0), q1))  # material, in the frame of Λ_n
-    W0 = rotate(q0, x0["w"], inverse=True)
-    W1 = jr_inverse(theta, rotate(q1, x1["w"], inverse=True))
-    phi = hermite(np.zeros_like(theta), W0, theta, W1, h, s)
-    q = _quat_mul(q0, quat_exp(phi))
-    q = q / np.linalg.norm(q, axis=-1, keepdims=True)
-    return {"r": r, "q": q, "v": v, "w": w}
+    """:func:`between` for dicts of ``r``, ``q``, ``v``, ``w`` and the true accelerations ``a``, ``al``
+    (n, 3 or 4) of the two states: returns ``r``, ``q``, ``v``, ``w`` at ``t_n + s h``."""
+    n = x0["r"].shape[0]
+    out = (np.empty((n, 3)), np.empty((n, 4)), np.empty((n, 3)), np.empty((n, 3)))
+    ends = [tuple(np.ascontiguousarray(x[k], dtype=float) for k in ("r", "q", "v", "w")) for x in (x0, x1)]
+    acc = [np.ascontiguousarray(np.hstack((x["a"], x["al"])), dtype=float) for x in (x0, x1)]
+    between(float(s), float(h), n, ends[0], ends[1], acc[0], acc[1], out)
+    return dict(zip(("r", "q", "v", "w"), out))
