@@ -303,16 +303,18 @@ def _resume_point(scenario, model, integ, path: str):
                           f"scenario file it was made from, or start a new run")
     if p["time"] >= scenario.time.end - 1e-12 * max(1.0, scenario.time.end):
         raise ResumeError(f"cannot resume: {path} already reaches t = {p['time']:.9g} s, the end of the run")
-    if scenario.time.controlled and p["checkpoint"] is None:
+    controlled = scenario.time.controlled
+    if controlled and p["checkpoint"] is None:
         raise ResumeError(f"cannot resume: {path} holds no checkpoint of its error-controlled steps (the run "
                           f"stopped before it wrote its first, a few seconds in); run it again from the start")
     counting = [model.elements.describe(e) for e in range(model.elements.n)
                 if model.elements.kind_remembers[model.elements.kind[e]]]
-    if counting:
+    if counting and not controlled:  # (a checkpoint keeps the turns: error-controlled runs have one)
         raise ResumeError(f"cannot resume: {', '.join(counting)} count{'s' if len(counting) == 1 else ''} the "
                           f"turns of an angle (a torsional spring about an axis, a stop on a joint's angle), "
-                          f"which a result file does not keep yet: resuming such a run is not supported; run it "
-                          f"again from the start")
+                          f"which a result file of fixed steps does not keep yet (one with time.tolerance keeps "
+                          f"them in its checkpoint): resuming such a run is not supported; run it again from the "
+                          f"start")
     if scenario.time.controlled:  # the state of the newest checkpoint, its controller's memory and counts
         c, ca = p["checkpoint"], p["checkpoint_attrs"]
         integ.continue_counts(int(ca.get("steps", 0)), int(ca.get("newton_iterations", 0)))
@@ -561,12 +563,14 @@ class _Loop:
             h = kc.step_size(mem, s.t, end, ctl.largest)
             t1 = end if h >= end - s.t else s.t + h
             k += 1
+            before = integ.checkpoint(s)  # (what the step commits -- turn counts -- is put back with it)
             res = integ.step(integ.rescaled(s, h), h)
             if self.on_step is not None:
                 self.on_step(res)
             if res.ok and not _finite(res.state):
                 res = replace(res, status=StepStatus.NONFINITE, message="the new state is not finite")
             if not res.ok:
+                integ.from_checkpoint(before)
                 cut = kc.newton_cut(mem, h, tm.min_step)
                 _from_memory(ctl, mem)
                 ctl.why_small = res.message or ""
@@ -588,6 +592,7 @@ class _Loop:
             _from_memory(ctl, mem)
             ctl.why_small = f"the error of {who} set the step" if who else ""
             if not ok:
+                integ.from_checkpoint(before)
                 stop = ctl.too_small(who)
                 if stop is not None:
                     message = (f"at t = {s.t:.9g} s {stop}. The last frame stored is at "

@@ -200,8 +200,15 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
     h_lu = -1.0
     t = ctl[T_NOW]
     ctl0 = np.empty_like(ctl)  # the memory before this attempt (a step whose frames overflow is taken again)
+    data = el[2]  # the elements' parameter rows: where the kinds that count turns keep their angles (COMMIT)
+    remembers = False
+    for kind in range(elx[11].shape[0]):
+        remembers = remembers or elx[11][kind] != 0
+    data0 = data.copy() if remembers else data[:0].copy()
     while t < t_stop and nf < cap and steps < max_steps:
         ctl0[:] = ctl
+        if remembers:
+            data0[:] = data  # (an accepted step commits the angles; a step put back after it, not)
         h = step_size(ctl, t, T, largest)
         t1 = T if h >= T - t else t + h
         # keep the state (a rejected step starts again from it)
@@ -266,6 +273,8 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
         if failed:
             r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
             a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
+            if remembers:
+                data[:] = data0
             lu_state[0] = 0.0
             if status[1] == SINGULAR:
                 return nf
@@ -281,6 +290,8 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
         if not judge(ctl, err, h, t, pi, largest, small_below):
             r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
             a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
+            if remembers:
+                data[:] = data0
             if ctl[H] < min_step:
                 status[1] = TOO_SMALL
                 return nf
@@ -299,6 +310,8 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
                 # and writes the rest
                 r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
                 a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
+                if remembers:
+                    data[:] = data0
                 lu_state[0] = 0.0
                 j_next = ctl[J_NEXT]
                 ctl[:] = ctl0

@@ -437,12 +437,20 @@ class GeneralizedAlpha:
     def checkpoint(self, s: State) -> dict:
         """Everything the next steps read of ``s`` as named arrays (:data:`CHECKPOINT` and ``time``): the
         state with the scheme's accelerations, the energy integrals and rates, the predictor's history and
-        the own unknowns with theirs -- a result file's ``/checkpoint`` (docs/output.md), from which
-        :meth:`from_checkpoint` makes the same state again to the last bit."""
-        return dict(zip(self.CHECKPOINT, self._arrays(s)), time=np.array(float(s.t)))
+        the own unknowns with theirs, and ``elements``: the element parameter rows when a kind counts turns
+        (the unwrapped angles they keep, COMMIT; else empty) -- a result file's ``/checkpoint``
+        (docs/output.md), from which :meth:`from_checkpoint` makes the same state again to the last bit.
+        Taken before a step, it also undoes that step (a rejected one)."""
+        data = self.mechanism.el[2]
+        kept = data.copy() if self.model.elements.kind_remembers.any() else np.zeros((0,) + data.shape[1:])
+        return dict(zip(self.CHECKPOINT, self._arrays(s)), time=np.array(float(s.t)), elements=kept)
 
     def from_checkpoint(self, c: dict) -> State:
-        """The state of a :meth:`checkpoint` (read back from a file)."""
+        """The state of a :meth:`checkpoint` (read back from a file, or taken before a rejected step), the
+        elements' turn counts set back to it."""
+        kept = np.asarray(c.get("elements", ()))
+        if kept.size:
+            self.mechanism.el[2][...] = kept
         return self._state_of(float(np.asarray(c["time"])), tuple(np.array(c[k], dtype=float) for k in self.CHECKPOINT))
 
     @staticmethod

@@ -238,7 +238,7 @@ def _same_bits(a_path, b_path):
             assert a.attrs[k] == b.attrs[k], k
 
 
-@pytest.mark.parametrize("name", ["spinning_spring", "joint_kinds", "watched"])
+@pytest.mark.parametrize("name", ["spinning_spring", "joint_kinds", "balance_wheel", "watched"])
 def test_a_controlled_run_resumed_from_its_checkpoint_is_the_uninterrupted_run_to_the_last_bit(
         tmp_path, monkeypatch, name):
     """Issue 31, item 4: a run with error-controlled steps stopped part-way and resumed (``--resume``) from
@@ -246,18 +246,20 @@ def test_a_controlled_run_resumed_from_its_checkpoint_is_the_uninterrupted_run_t
     error, counts -- and the true accelerations, docs/output.md) writes the frames of the uninterrupted run
     to the last bit, with its steps, rejections and smallest and largest step; and again when the newest
     checkpoint was being written as the process died (its slot incomplete: the older one is used, the frames
-    after it cut and computed again).  On the compiled loop (a body; every joint kind with drives) and on the
-    step-by-step loop (watched)."""
+    after it cut and computed again).  On the compiled loop (a body; every joint kind with drives; the
+    balance wheel, whose hairspring counts the turns of its angle through ±4.7 rad: the checkpoint keeps
+    them -- without, the resumed spring is 2π off) and on the step-by-step loop (watched)."""
     import h5py
     from mbsim import driver
     from mbsim.io.writer import CHECKPOINT_GROUP, TrajectoryWriter
     real = TrajectoryWriter.checkpoint
-    if name == "joint_kinds":
+    if name in ("joint_kinds", "balance_wheel"):
         from dataclasses import replace as rep
         from mbsim.scenario import load_scenario
         from tests.integration._examples_util import REPO
-        sc = load_scenario(REPO / "scenarios" / "joint_kinds.yaml")
-        sc = rep(sc, time=rep(sc.time, end=0.5, rtol=1e-5, atol=1e-5, adaptive=True))
+        sc = load_scenario(REPO / "scenarios" / f"{name}.yaml")
+        sc = rep(sc, time=rep(sc.time, end=0.5 if name == "joint_kinds" else sc.time.end, rtol=1e-5, atol=1e-5,
+                              adaptive=True))
     else:
         sc = scenario_from_dict(spinning_spring(time={"end": 0.6, "step": 0.01, "tolerance": {"rtol": 1e-6}},
                                                 interval=0.007))
@@ -269,11 +271,13 @@ def test_a_controlled_run_resumed_from_its_checkpoint_is_the_uninterrupted_run_t
         with monkeypatch.context() as m:  # every checkpoint written at once: two slots to choose from
             m.setattr(TrajectoryWriter, "checkpoint", lambda self, *a: (real(self, *a), self.flush()))
             first = _interrupted_at_call(monkeypatch, sc, part, "step" if name == "watched" else "advance_controlled",
-                                         300 if name == "watched" else 12, **kw)
+                                         {"watched": 300, "balance_wheel": 80}.get(name, 12), **kw)
         with h5py.File(part, "r+") as f:
             slots = f[CHECKPOINT_GROUP]
             newest = max(slots.values(), key=lambda g: g.attrs["sequence"])
             assert 0 < f["time"][-1] < sc.time.end and newest.attrs["frames"] == f["time"].shape[0]
+            if name == "balance_wheel":  # (stopped where the hairspring's angle is beyond a half turn)
+                assert abs(f["connectors/moment"][-1, 0, 2]) > 0.08 * np.pi
             if torn:  # as a kill while writing it leaves it
                 newest.attrs["complete"] = False
                 older = [g for g in slots.values() if g.name != newest.name][0]
