@@ -309,12 +309,13 @@ def _resume_point(scenario, model, integ, path: str):
                           f"stopped before it wrote its first, a few seconds in); run it again from the start")
     counting = [model.elements.describe(e) for e in range(model.elements.n)
                 if model.elements.kind_remembers[model.elements.kind[e]]]
-    if counting and not controlled:  # (a checkpoint keeps the turns: error-controlled runs have one)
+    if counting and p["checkpoint"] is None:  # (a checkpoint keeps the turns they counted)
         raise ResumeError(f"cannot resume: {', '.join(counting)} count{'s' if len(counting) == 1 else ''} the "
-                          f"turns of an angle (a torsional spring about an axis, a stop on a joint's angle), "
-                          f"which a result file of fixed steps does not keep yet (one with time.tolerance keeps "
-                          f"them in its checkpoint): resuming such a run is not supported; run it again from the "
-                          f"start")
+                          f"turns of an angle (a torsional spring about an axis, a stop on a joint's angle), and "
+                          f"{path} holds no checkpoint of them (a file of an earlier version, or a run stopped "
+                          f"before its first flush); run it again from the start")
+    if counting and not controlled:
+        integ.from_checkpoint(p["checkpoint"])  # (the turns at the last frame; the state is the frame's)
     if scenario.time.controlled:  # the state of the newest checkpoint, its controller's memory and counts
         c, ca = p["checkpoint"], p["checkpoint_attrs"]
         integ.continue_counts(int(ca.get("steps", 0)), int(ca.get("newton_iterations", 0)))
@@ -381,6 +382,8 @@ class _Loop:
         self.compile_s = 0.0
         self._fbuf = None  # frame buffers of the compiled multi-frame loop, made at first use
         self.turns = _TurnWatch(model)  # bushings and torsional springs past a half turn
+        el = model.elements
+        self.counts_turns = any(el.kind_remembers[el.kind[e]] for e in range(el.n))
         self._fcap = self._fper = 1  # their capacity; frames per call (grown to about CALL_SECONDS)
         self.on_frames = None  # on_frames(frames): an observer of the frames (run's docstring)
         self.s_now = None  # the error-controlled loop's last accepted state (_controlled)
@@ -469,6 +472,7 @@ class _Loop:
             self._frame(s, int(its[-1]), float(res[-1]), step)
         if ctl.is_frame(ctl.k):
             s = integ.restart(s)  # as after every frame of the Python loop
+            self._frame_checkpoint(s)
         return s, done < nf
 
     def _frames(self, m, times, iterations, rnorms, dt):
@@ -585,7 +589,8 @@ class _Loop:
             new = replace(res.state, t=t1)
             a1, al1, lam1 = self._true_accelerations(new)
             acc1 = np.ascontiguousarray(np.hstack((a1, al1)))
-            err, body, part = kc.error_norm(h, end, beta, nm, acc0, acc1, s.r, new.r, tm.rtol, tm.atol)
+            n_steps = kc.steps_expected(mem, s.t, h, end)
+            err, body, part = kc.error_norm(h, n_steps, beta, nm, acc0, acc1, s.r, new.r, tm.rtol, tm.atol)
             mem[kc.BODY], mem[kc.PART] = body, part
             who = culprit(body, part)
             ok = kc.judge(mem, err, h, s.t, pi, ctl.largest, ctl.small_below)
@@ -641,6 +646,14 @@ class _Loop:
         a, al, _ = self._true_accelerations(s)
         return _memory(ctl, s.t, np.floor(s.t / self.sc.output.interval + 1e-9) + 1), \
             np.ascontiguousarray(np.hstack((a, al)))
+
+    def _frame_checkpoint(self, s) -> None:
+        """With fixed steps a run goes on from its last frame; a model whose elements count turns (an axis
+        torsional spring, a stop on an angle) needs their counts at that frame too: handed as a checkpoint
+        (the state at the frame, restarted) after each frame."""
+        if self.writer is not None and self.counts_turns:
+            self.writer.checkpoint(self.integ.checkpoint(s), dict(self._counters(), frames=self.frames,
+                                                                  time=float(s.t)))
 
     def _checkpoint(self, s, mem, acc) -> None:
         """Hand the writer the state the run can go on from (after the frames so far): ``s`` with every
@@ -777,6 +790,7 @@ class _Loop:
                             if ctl.is_frame(ctl.k):  # restarted first: the frame's reactions are those of
                                 s = integ.restart(s)  # its multipliers (THEORY §11), not the step's own
                                 self._frame(s, int(its[-1]), float(res_norms[-1]), sc.time.step)
+                                self._frame_checkpoint(s)
                         python_next = taken < n
                         last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                         continue
@@ -822,6 +836,7 @@ class _Loop:
                         # them from the constrained equations, THEORY §11), not the step's
                         s = integ.restart(s)
                         self._frame(s, res.iterations, res.residual_norm, dt)
+                        self._frame_checkpoint(s)
                     last_bar = _tick(bar, last_bar, s.t, integ, t_start, ctl)
                 if status == "completed" and getattr(ctl, "controlled", False):
                     message = (f"completed: {ctl.accepted_steps} steps ({ctl.rejected} rejected), Δt from "

@@ -154,17 +154,20 @@ CONTROLLERS = ("pi", "elementary")  # (mbsim.scenario.spec.STEP_CONTROLLERS: the
 
 class ErrorControl:
     """Steps chosen by their local error (``time.tolerance``, THEORY §14): what the driver and the summary
-    read of the controller.  The rules themselves -- the step size, the error per unit step, the PI or
-    elementary rule, the cut after a failed Newton iteration -- are compiled functions of the controller's
-    memory (:mod:`mbsim.integrators.controlled`: ``step_size``, ``error_norm``, ``judge``, ``newton_cut``),
-    which both error-controlled loops call; this record is set from that memory after each step or call.
+    read of the controller.  The rules themselves -- the step size, the error norm, the PI or elementary
+    rule, the cut after a failed Newton iteration -- are compiled functions of the controller's memory
+    (:mod:`mbsim.integrators.controlled`: ``step_size``, ``steps_expected``, ``error_norm``, ``judge``,
+    ``newton_cut``), which both error-controlled loops call; this record is set from that memory after each
+    step or call.
 
-    The step is judged by its error per unit step, ``E = ‖e‖ · T / h`` (T = ``time.end``): accepted when
-    E ≤ 1, so that the local errors of all the steps add up to at most the tolerance over the run and the
-    global error is proportional to it (with ‖e‖ ≤ 1 alone, as THEORY §14 writes it, the global error
-    goes as tol^(2/3): measured, docs/stepping.md).  E is O(h²), so the next step is ``h · 0.9 E^(−1/2)``
-    (``elementary``) or, with the last accepted step's E too, ``h · 0.9 E^(−0.7/2) E_prev^(0.4/2)``
-    (``pi``, the default), never more than 2× nor less than 0.2×, and no larger after a rejection.
+    The step is judged by its error times the run's expected number of steps, ``E = ‖e‖ · N``, N = T over
+    the mean step so far (T = ``time.end``): accepted when E ≤ 1, so that the local errors of all the steps
+    add up to at most the tolerance and the global error is proportional to it (with ‖e‖ ≤ 1 alone, as
+    THEORY §14 writes it, the global error goes as tol^(2/3): measured, docs/stepping.md), and each step
+    is allowed the same error -- which, for a given number of steps, makes their sum the smallest
+    (docs/stepping.md).  E is O(h³), so the next step is ``h · 0.9 E^(−1/3)`` (``elementary``) or, with
+    the last accepted step's E too, ``h · 0.9 E^(−0.7/3) E_prev^(0.4/3)`` (``pi``, the default), never
+    more than 2× nor less than 0.2×, and no larger after a rejection.
     Steps are not shortened to land on frames (frames are interpolated), only to end at ``time.end``;
     ``time.max_step`` and ``time.min_step`` bound them."""
 

@@ -6,7 +6,7 @@ Per step from ``t_n``: the size (the controller's, ended at ``end``); the accele
 (:meth:`GeneralizedAlpha.rescaled`'s formula); the loads and the drives' targets at ``t_n`` and
 ``t_{n+1}`` from the compiled time functions (:mod:`mbsim.kernels.timefn`); the Newton iteration; the
 true accelerations at the new state (the constrained equations, :mod:`mbsim.mechanics.constrained`);
-the error per unit step (:func:`error_norm`); then either the state is put back and
+the error, the tolerance shared among the run's expected steps (:func:`error_norm`); then either the state is put back and
 the step tried again smaller, or the step is accepted, the frames that fall in it are interpolated
 (:func:`mbsim.mechanics.interpolate.between`) and written as rows of the frame buffers, and the next
 size chosen (:func:`judge`: PI or elementary).  The driver's step-by-step loop (a watched run) calls the
@@ -36,20 +36,28 @@ N_CTL = 13
 # failure below min_step; the error asks for a step below min_step; a frame not finite; singular joints
 DONE, NEWTON_FAILED, TOO_SMALL, NOT_FINITE, SINGULAR = 0, 1, 2, 3, 4
 # the controller's rules (docs/stepping.md): the next step at most GROW_MAX and at least CUT_MAX times the
-# last, SAFETY below what the estimate asks, the error O(Δt^ORDER); a failed Newton iteration cuts to NEWTON_CUT
-GROW_MAX, CUT_MAX, SAFETY, ORDER, NEWTON_CUT = 2.0, 0.2, 0.9, 2.0, 0.25
+# last, SAFETY below what the estimate asks, the judged error O(Δt^ORDER) (the local error of a step, with
+# the steps' count nearly fixed); a failed Newton iteration cuts to NEWTON_CUT
+GROW_MAX, CUT_MAX, SAFETY, ORDER, NEWTON_CUT = 2.0, 0.2, 0.9, 3.0, 0.25
 PI_I, PI_P = 0.7 / ORDER, 0.4 / ORDER  # the PI controller's exponents
 
 
 @njit(cache=True)
-def error_norm(h, T, beta, nm, acc0, acc1, r0, r1, rtol, atol):
+def steps_expected(ctl, t, h, T):
+    """How many steps the run takes, as judged at the step ``t`` → ``t + h``: its length ``T`` over the
+    mean step so far, this one included (the run starts at 0; a resumed run carries the count)."""
+    return T * (ctl[ACCEPTED] + 1.0) / (t + h)
+
+
+@njit(cache=True)
+def error_norm(h, n_steps, beta, nm, acc0, acc1, r0, r1, rtol, atol):
     """THEORY §14's local error ``e = Δt² |β − 1/6| (ẍ_{n+1} − ẍ_n)`` of every moving body's translation and
     rotation, from the true accelerations ``acc0``, ``acc1`` (nm, 6: [a, α]) at the step's ends, and its RMS
-    norm over the components, each weighted by its share of the run, ``w h/T`` (the error per unit step,
-    docs/stepping.md), with ``w = atol + rtol |r|`` for a coordinate of a centre (|r| the larger of ``r0``,
-    ``r1``) and ``w = atol`` (rad) for a rotation.  Returns (norm, body, part): the body and part (0
-    translation, 1 rotation) whose weighted error is largest."""
-    c = h * h * abs(beta - 1.0 / 6.0) * T / h
+    norm over the components, each weighted by ``w / n_steps`` (the tolerance shared among the run's
+    expected steps, :func:`steps_expected`: docs/stepping.md), with ``w = atol + rtol |r|`` for a coordinate
+    of a centre (|r| the larger of ``r0``, ``r1``) and ``w = atol`` (rad) for a rotation.  Returns (norm,
+    body, part): the body and part (0 translation, 1 rotation) whose weighted error is largest."""
+    c = h * h * abs(beta - 1.0 / 6.0) * n_steps
     total, worst, body, part = 0.0, -1.0, -1, 0
     for i in range(nm):
         st, sr = 0.0, 0.0
@@ -97,8 +105,8 @@ def newton_cut(ctl, h, min_step):
 @njit(cache=True)
 def judge(ctl, err, h, t, pi, largest, small_below):
     """The step ``t`` → ``t + h`` has the error norm ``err`` (:func:`error_norm`): accepted when ≤ 1 (True),
-    and ``ctl[H]`` the next step: ``h · 0.9 E^(−1/2)`` (elementary, ``pi`` = 0) or, after an accepted step,
-    ``h · 0.9 E^(−0.7/2) E_prev^(0.4/2)`` (PI, ``pi`` = 1), between 0.2 h and 2 h, no larger after a
+    and ``ctl[H]`` the next step: ``h · 0.9 E^(−1/3)`` (elementary, ``pi`` = 0) or, after an accepted step,
+    ``h · 0.9 E^(−0.7/3) E_prev^(0.4/3)`` (PI, ``pi`` = 1), between 0.2 h and 2 h, no larger after a
     rejection, at most ``largest``.  Counts the accepted and rejected steps, the smallest and largest
     accepted, and the accepted steps in a row below ``small_below`` (a collapse, mbsim.stepping.collapsed)."""
     if not math.isfinite(err):
@@ -285,7 +293,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
                 R_out[:] = out[1]
                 return nf
             continue
-        err, body, part = error_norm(h, T, beta, nm, acc0, acc1, r0, r, rtol, atol)
+        err, body, part = error_norm(h, steps_expected(ctl, t, h, T), beta, nm, acc0, acc1, r0, r, rtol, atol)
         ctl[BODY], ctl[PART] = body, part
         if not judge(ctl, err, h, t, pi, largest, small_below):
             r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0

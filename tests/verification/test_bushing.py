@@ -272,21 +272,38 @@ def test_a_sweeps_key_path_reaches_one_entry_of_a_bushings_stiffness():
                                                                rel=1e-10)
 
 
-def test_a_run_that_counts_turns_is_not_resumed(tmp_path, capsys):
-    """A result file does not keep the turns a torsional spring about an axis has counted: resuming is
-    refused, saying so (exit status 2), rather than continued on the wrong turn."""
+def test_a_run_that_counts_turns_resumes_from_the_turns_it_kept(tmp_path, capsys):
+    """A torsional spring about an axis counts the turns of its angle, which the frames do not hold: a
+    fixed-step run keeps them at each frame in its checkpoint (/checkpoint, docs/output.md), so a run
+    stopped at 0.5 s, the spring wound to 4.2 rad (beyond a half turn), resumes to the frames of the
+    uninterrupted run -- without the kept turns its moment would be 2π κ off; a file without a
+    checkpoint (an earlier version's) is refused, saying why (exit status 2)."""
     import h5py
     import yaml
     from mbsim.cli import main
+    from mbsim.io.writer import FRAME_DATASETS
     p = tmp_path / "wind.yaml"
     p.write_text(yaml.safe_dump(_wind(end=1.0)))
-    out = tmp_path / "wind.h5"
+    whole, out = tmp_path / "whole.h5", tmp_path / "wind.h5"
+    assert main(["run", str(p), "-o", str(whole), "--quiet"]) == 0
     assert main(["run", str(p), "-o", str(out), "--quiet", "--end", "0.5"]) == 0
     with h5py.File(out, "r+") as f:
         f.attrs["status"] = "interrupted"
-    assert main(["run", str(p), "--resume", str(out)]) == 2
+        assert abs(f["connectors/moment"][-1, 0, 2]) > 2.0 * np.pi  # (κ φ, φ beyond a half turn)
+    bare = tmp_path / "bare.h5"
+    bare.write_bytes(out.read_bytes())
+    assert main(["run", str(p), "--resume", str(out), "--quiet"]) == 0
+    with h5py.File(whole) as a, h5py.File(out) as b:
+        assert b.attrs["status"] == "completed" and a["time"].shape == b["time"].shape
+        for k in FRAME_DATASETS:
+            if not k.startswith("solver/"):
+                assert np.array_equal(a[k][:], b[k][:], equal_nan=True), k
+    with h5py.File(bare, "r+") as f:
+        del f["checkpoint"]
+    capsys.readouterr()
+    assert main(["run", str(p), "--resume", str(bare)]) == 2
     err = capsys.readouterr().err
-    assert "torsional_spring 'coil'" in err and "turns" in err and "not supported" in err
+    assert "torsional_spring 'coil'" in err and "turns" in err and "no checkpoint" in err
 
 
 def test_a_torsional_spring_about_an_axis_gives_its_mode():
