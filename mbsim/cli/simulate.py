@@ -382,6 +382,10 @@ def format_info(info: dict) -> str:
         if c.get("smallest_step") is not None or c.get("largest_step") is not None:
             lines.append(f"  steps          error-controlled: Δt from {_q(c.get('smallest_step'))} to "
                          f"{_q(c.get('largest_step'))} s")
+    cp = info.get("checkpoint")
+    if cp is not None and info["status"] != "completed":
+        lines.append(f"  checkpoint     t = {_g(cp['time'])} s after frame {cp['frames']}: `mbsim run SCENARIO "
+                     f"--resume FILE` goes on from there")
     bad = info.get("non_finite") or []
     if analysis in ("statics", "modes"):
         pass  # one frame at rest: no energy balance to drift

@@ -404,7 +404,16 @@ def _summary(f, path) -> dict:
         "missing_attributes": [k for k in required if k not in a and k not in wrong],
         "wrongly_typed_attributes": wrong,
         "non_finite": _non_finite(f, len(t)),
+        # the newest complete checkpoint (docs/output.md): {"time", "frames"}, or None
+        "checkpoint": _checkpoint_point(f),
     }
+
+
+def _checkpoint_point(f) -> Optional[dict]:
+    _, attrs = _checkpoint(f)
+    if not attrs:
+        return None
+    return {"time": float(attrs.get("time", math.nan)), "frames": int(attrs.get("frames", 0))}
 
 
 # /modes of a modes file (OUTPUT.md): dataset -> (shape after the modes' axis, 'B' = bodies; dtype kinds)

@@ -282,6 +282,11 @@ def test_a_controlled_run_resumed_from_its_checkpoint_is_the_uninterrupted_run_t
                 newest.attrs["complete"] = False
                 older = [g for g in slots.values() if g.name != newest.name][0]
                 assert older.attrs["time"] < newest.attrs["time"]
+        if not torn:  # `mbsim info` says where --resume goes on from
+            from mbsim.cli.simulate import format_info
+            from mbsim.io.reader import read_summary
+            info = read_summary(part)
+            assert info["checkpoint"]["frames"] == info["frames"] and "checkpoint     t = " in format_info(info)
         second = driver.run(sc, str(part), resume=True, **kw)
         assert second.status == "completed", second.message
         _same_bits(whole, part)
