@@ -43,7 +43,6 @@ import time
 from pathlib import Path
 from typing import Iterator, Optional
 
-
 from . import kernels
 from .stepping import COLLAPSED_FRACTION, step_schedule
 

@@ -138,6 +138,68 @@ def judge(ctl, err, h, t, pi, largest, small_below):
 
 
 @njit(cache=True)
+def rescale(h, af, am, w, a, al, a_prev, al_prev, h_prev):
+    """Generalized-α's accelerations ``a``, ``al`` (n, 3, in place) of a state whose last step was
+    ``h_prev``, moved to a step of ``h`` (:meth:`GeneralizedAlpha.rescaled`, docs/stepping.md): along the
+    time by (α_f − α_m)(h − h_prev), the rate from the last step's difference, the previous angular
+    acceleration first carried into the present body frame (α_{n−1} + h_prev ω_n × α_{n−1})."""
+    c = (af - am) * (h - h_prev) / h_prev
+    for i in range(a.shape[0]):
+        wx, wy, wz = w[i, 0], w[i, 1], w[i, 2]
+        px, py, pz = al_prev[i, 0], al_prev[i, 1], al_prev[i, 2]
+        cx, cy, cz = wy * pz - wz * py, wz * px - wx * pz, wx * py - wy * px
+        for k in range(3):
+            a[i, k] += c * (a[i, k] - a_prev[i, k])
+        al[i, 0] += c * (al[i, 0] - (px + h_prev * cx))
+        al[i, 1] += c * (al[i, 1] - (py + h_prev * cy))
+        al[i, 2] += c * (al[i, 2] - (pz + h_prev * cz))
+
+
+@njit(cache=True)
+def _copy1(d, s):
+    for i in range(d.shape[0]):
+        d[i] = s[i]
+
+
+@njit(cache=True)
+def _copy2(d, s):
+    for i in range(d.shape[0]):
+        for k in range(d.shape[1]):
+            d[i, k] = s[i, k]
+
+
+@njit(cache=True)
+def _assign(dst, src):
+    """The loop's state bundle ``dst`` ← ``src`` (the same 13 arrays: kept at a step's start, put back;
+    element by element: a slice assignment would need numba's reference counting)."""
+    r, q, v, a, w, al, a_prev, al_prev, prev_dt, energy, lam, lam_prev, lam_gap = dst
+    r0, q0, v0, a0, w0, al0, ap0, alp0, pdt0, e0, lam0, lp0, lg0 = src
+    _copy2(r, r0)
+    _copy2(q, q0)
+    _copy2(v, v0)
+    _copy2(a, a0)
+    _copy2(w, w0)
+    _copy2(al, al0)
+    for j in range(a_prev.shape[0]):
+        _copy2(a_prev[j], ap0[j])
+        _copy2(al_prev[j], alp0[j])
+    _copy1(prev_dt, pdt0)
+    _copy1(energy, e0)
+    _copy1(lam, lam0)
+    _copy2(lam_prev, lp0)
+    _copy1(lam_gap, lg0)
+
+
+@njit(cache=True)
+def _put_back(state, kept, data, data0, remembers):
+    """A step undone after its accept: ``state`` ← ``kept`` (its copy at the step's start), and the
+    elements' turn counts ``data`` ← ``data0`` where a kind counts turns."""
+    _assign(state, kept)
+    if remembers:
+        _copy2(data, data0)
+
+
+@njit(cache=True)
 def _true_accelerations(t, state, model, spec, solver, cwk, ext, tg, xs, lam):
     """xs (nm, 6) ← the true accelerations [a, α] at ``state`` = (r, q, v, w) and time t, lam ← the
     multipliers (the constrained equations; without joints the bodies' equations alone).  Returns the
@@ -213,28 +275,20 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
     for kind in range(elx[11].shape[0]):
         remembers = remembers or elx[11][kind] != 0
     data0 = data.copy() if remembers else data[:0].copy()
+    kept = (r0, q0, v0, a0, w0, al0, ap0, alp0, pdt0, e0, lam0, lp0, lg0)
+    lam_i = np.empty(n_own)  # the multipliers of an interpolated frame
     while t < t_stop and nf < cap and steps < max_steps:
         ctl0[:] = ctl
+        # keep the state (a rejected step starts again from it) and the turn counts (an accepted step
+        # commits the angles; a step put back after it, not)
+        _assign(kept, state)
         if remembers:
-            data0[:] = data  # (an accepted step commits the angles; a step put back after it, not)
+            _copy2(data0, data)
         h = step_size(ctl, t, T, largest)
         t1 = T if h >= T - t else t + h
-        # keep the state (a rejected step starts again from it)
-        r0[:] = r; q0[:] = q; v0[:] = v; a0[:] = a; w0[:] = w; al0[:] = al; e0[:] = energy; lam0[:] = lam
-        ap0[:] = a_prev; alp0[:] = al_prev; pdt0[:] = prev_dt; lp0[:] = lam_prev; lg0[:] = lam_gap
         # the accelerations moved to this step's size (GeneralizedAlpha.rescaled)
         if prev_dt[0] > 0.0 and h != prev_dt[0]:
-            c = (af - am) * (h - prev_dt[0]) / prev_dt[0]
-            for i in range(n_all):
-                wx, wy, wz = w[i, 0], w[i, 1], w[i, 2]
-                px, py, pz = al_prev[0, i, 0], al_prev[0, i, 1], al_prev[0, i, 2]
-                cx, cy, cz = wy * pz - wz * py, wz * px - wx * pz, wx * py - wy * px
-                hp = prev_dt[0]
-                for k in range(3):
-                    a[i, k] += c * (a[i, k] - a_prev[0, i, k])
-                al[i, 0] += c * (al[i, 0] - (px + hp * cx))
-                al[i, 1] += c * (al[i, 1] - (py + hp * cy))
-                al[i, 2] += c * (al[i, 2] - (pz + hp * cz))
+            rescale(h, af, am, w, a, al, a_prev[0], al_prev[0], prev_dt[0])
         # this step's constants
         c_a = 1.0 / (beta * h * h)
         consts = (h, c_a, gamma / (beta * h), gamma, af, am, beta)
@@ -279,10 +333,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
                 status[4] = bad
                 failed = True
         if failed:
-            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
-            a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
-            if remembers:
-                data[:] = data0
+            _put_back(state, kept, data, data0, remembers)
             lu_state[0] = 0.0
             if status[1] == SINGULAR:
                 return nf
@@ -296,10 +347,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
         err, body, part = error_norm(h, steps_expected(ctl, t, h, T), beta, nm, acc0, acc1, r0, r, rtol, atol)
         ctl[BODY], ctl[PART] = body, part
         if not judge(ctl, err, h, t, pi, largest, small_below):
-            r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
-            a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
-            if remembers:
-                data[:] = data0
+            _put_back(state, kept, data, data0, remembers)
             if ctl[H] < min_step:
                 status[1] = TOO_SMALL
                 return nf
@@ -316,10 +364,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
             if nf == cap:  # the buffers are full with frames of this step left: put the step back (its frames
                 # so far stay written, J_NEXT past them); the next call takes it again, to the same bits,
                 # and writes the rest
-                r[:] = r0; q[:] = q0; v[:] = v0; a[:] = a0; w[:] = w0; al[:] = al0; energy[:] = e0; lam[:] = lam0
-                a_prev[:] = ap0; al_prev[:] = alp0; prev_dt[:] = pdt0; lam_prev[:] = lp0; lam_gap[:] = lg0
-                if remembers:
-                    data[:] = data0
+                _put_back(state, kept, data, data0, remembers)
                 lu_state[0] = 0.0
                 j_next = ctl[J_NEXT]
                 ctl[:] = ctl0
@@ -349,7 +394,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
                 between(s, h, nm, (r0, q0, v0, w0), (r, q, v, w), acc0, acc1, fr)
                 fe[0] = e0[0] + s * (energy[0] - e0[0])
                 fe[1] = e0[1] + s * (energy[1] - e0[1])
-                lam_f = np.empty(n_own)
+                lam_f = lam_i
                 bad = _true_accelerations(tj, fr, model, spec, cs, cwk, ext, tg, accf, lam_f)
                 lu_state[0] = 0.0
                 h_lu = -1.0
@@ -367,10 +412,9 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
             if not ok:
                 status[1] = NOT_FINITE
                 return nf
-            if tj >= T:
-                ctl[J_NEXT] += 1.0
-                break
             ctl[J_NEXT] += 1.0
+            if tj >= T:
+                break
         for i in range(nm):
             for kk in range(6):
                 acc0[i, kk] = acc1[i, kk]

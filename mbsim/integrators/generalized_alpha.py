@@ -526,11 +526,12 @@ class GeneralizedAlpha:
         if s.a_prev is None or s.al_prev is None or not h_old > 0.0 or dt == h_old:
             return s
         p = self.params
-        c = (p.alpha_f - p.alpha_m) * (dt - h_old) / h_old
-        if c == 0.0:
+        if p.alpha_f == p.alpha_m:
             return s
-        al_prev = s.al_prev + h_old * np.cross(s.w, s.al_prev)
-        return replace(s, a=s.a + c * (s.a - s.a_prev), al=s.al + c * (s.al - al_prev))
+        from . import controlled as kc  # (the compiled loop's own formula)
+        a, al = np.array(s.a, dtype=float), np.array(s.al, dtype=float)
+        kc.rescale(float(dt), p.alpha_f, p.alpha_m, s.w, a, al, s.a_prev, s.al_prev, float(h_old))
+        return replace(s, a=a, al=al)
 
     # ------------------------------------------------------------------
     def iterate(self, s: State, dt: float, d=None, th=None, lam=None, tangent: Optional[str] = None,
