@@ -307,8 +307,7 @@ def _resume_point(scenario, model, integ, path: str):
     if controlled and p["checkpoint"] is None:
         raise ResumeError(f"cannot resume: {path} holds no checkpoint of its error-controlled steps (the run "
                           f"stopped before it wrote its first, a few seconds in); run it again from the start")
-    counting = [model.elements.describe(e) for e in range(model.elements.n)
-                if model.elements.kind_remembers[model.elements.kind[e]]]
+    counting = _counting_turns(model)
     if counting and p["checkpoint"] is None:  # (a checkpoint keeps the turns they counted)
         raise ResumeError(f"cannot resume: {', '.join(counting)} count{'s' if len(counting) == 1 else ''} the "
                           f"turns of an angle (a torsional spring about an axis, a stop on a joint's angle), and "
@@ -316,13 +315,13 @@ def _resume_point(scenario, model, integ, path: str):
                           f"before its first flush); run it again from the start")
     if counting and not controlled:
         integ.from_checkpoint(p["checkpoint"])  # (the turns at the last frame; the state is the frame's)
-    if scenario.time.controlled:  # the state of the newest checkpoint, its controller's memory and counts
+    energies = {k: list(p[f"energy/{k}"]) for k in ("kinetic", "potential", "dissipated", "external_work")}
+    if controlled:  # the state of the newest checkpoint, its controller's memory and counts
         c, ca = p["checkpoint"], p["checkpoint_attrs"]
         integ.continue_counts(int(ca.get("steps", 0)), int(ca.get("newton_iterations", 0)))
         return {"state": integ.from_checkpoint(c), "frames": p["frames"], "rejected": int(ca.get("rejected_steps", 0)),
                 "wall": float(ca.get("wall_time_s", 0.0)), "control": np.array(c["control"]),
-                "acceleration": np.array(c["acceleration"]),
-                "energies": {k: list(p[f"energy/{k}"]) for k in ("kinetic", "potential", "dissipated", "external_work")}}
+                "acceleration": np.array(c["acceleration"]), "energies": energies}
     n = model.n_all
     arrays = {}
     for k, default in (("position", 0.0), ("velocity", 0.0), ("acceleration", 0.0), ("angular_velocity", 0.0),
@@ -341,8 +340,19 @@ def _resume_point(scenario, model, integ, path: str):
     a = p["attrs"]
     integ.continue_counts(int(a.get("steps", 0)), int(a.get("newton_iterations", 0)))
     return {"state": s, "frames": p["frames"], "rejected": int(a.get("rejected_steps", 0)),
-            "wall": float(a.get("wall_time_s", 0.0)),
-            "energies": {k: list(p[f"energy/{k}"]) for k in ("kinetic", "potential", "dissipated", "external_work")}}
+            "wall": float(a.get("wall_time_s", 0.0)), "energies": energies}
+
+
+def _counting_turns(model) -> list:
+    """The element instances that count the turns of an angle (an axis torsional spring, a stop on a
+    joint's angle: a kind that ``remembers``), by description: what a frame does not hold."""
+    el = model.elements
+    return [el.describe(e) for e in range(el.n) if el.kind_remembers[el.kind[e]]]
+
+
+def _culprit(model, body: int, part) -> str:
+    """Whose error set the step (the controller's memory BODY, PART), in words; "" when none."""
+    return f"body '{model.names[body]}' ({'rotation' if part else 'translation'})" if body >= 0 else ""
 
 
 def _first_difference(a: str, b: str) -> str:
@@ -382,8 +392,7 @@ class _Loop:
         self.compile_s = 0.0
         self._fbuf = None  # frame buffers of the compiled multi-frame loop, made at first use
         self.turns = _TurnWatch(model)  # bushings and torsional springs past a half turn
-        el = model.elements
-        self.counts_turns = any(el.kind_remembers[el.kind[e]] for e in range(el.n))
+        self.counts_turns = bool(_counting_turns(model))
         self._fcap = self._fper = 1  # their capacity; frames per call (grown to about CALL_SECONDS)
         self.on_frames = None  # on_frames(frames): an observer of the frames (run's docstring)
         self.s_now = None  # the error-controlled loop's last accepted state (_controlled)
@@ -559,8 +568,6 @@ class _Loop:
         j = int(mem[kc.J_NEXT])  # the next frame's number (time j·interval)
         k, last_bar, t_start = 0, 0.0, self.t_start
 
-        def culprit(body: int, part: int) -> str:
-            return f"body '{model.names[body]}' ({'rotation' if part else 'translation'})" if body >= 0 else ""
         while not ctl.done(s.t):
             self._check_signal()
             self.first_run.poll()
@@ -592,7 +599,7 @@ class _Loop:
             n_steps = kc.steps_expected(mem, s.t, h, end)
             err, body, part = kc.error_norm(h, n_steps, beta, nm, acc0, acc1, s.r, new.r, tm.rtol, tm.atol)
             mem[kc.BODY], mem[kc.PART] = body, part
-            who = culprit(body, part)
+            who = _culprit(model, body, part)
             ok = kc.judge(mem, err, h, s.t, pi, ctl.largest, ctl.small_below)
             _from_memory(ctl, mem)
             ctl.why_small = f"the error of {who} set the step" if who else ""
@@ -629,7 +636,7 @@ class _Loop:
             s, acc0 = new, acc1
             mem[kc.J_NEXT], mem[kc.T_NOW] = j, s.t
             self.s_now = s
-            self._checkpoint(s, mem, acc0)
+            self._checkpoint(s, control=mem, acceleration=acc0)
             stop = collapsed(ctl, s.t)
             if stop is not None:
                 message = f"at t = {s.t:.9g} s {stop}. The last frame stored is at t = {self.last_frame_t:.9g} s."
@@ -651,15 +658,15 @@ class _Loop:
         """With fixed steps a run goes on from its last frame; a model whose elements count turns (an axis
         torsional spring, a stop on an angle) needs their counts at that frame too: handed as a checkpoint
         (the state at the frame, restarted) after each frame."""
-        if self.writer is not None and self.counts_turns:
-            self.writer.checkpoint(self.integ.checkpoint(s), dict(self._counters(), frames=self.frames,
-                                                                  time=float(s.t)))
+        if self.counts_turns:
+            self._checkpoint(s)
 
-    def _checkpoint(self, s, mem, acc) -> None:
+    def _checkpoint(self, s, **more) -> None:
         """Hand the writer the state the run can go on from (after the frames so far): ``s`` with every
-        bit the next steps read, the controller's memory and the true accelerations (docs/output.md)."""
+        bit the next steps read, and ``more`` arrays (an error-controlled run's ``control``, the
+        controller's memory, and ``acceleration``, the true accelerations: docs/output.md)."""
         if self.writer is not None:
-            arrays = dict(self.integ.checkpoint(s), control=np.array(mem), acceleration=np.array(acc))
+            arrays = dict(self.integ.checkpoint(s), **{k: np.array(v) for k, v in more.items()})
             self.writer.checkpoint(arrays, dict(self._counters(), frames=self.frames, time=float(s.t)))
 
     def _controlled_compiled(self, s, ctl, bar):
@@ -693,9 +700,9 @@ class _Loop:
             self.s_now = s
             if nf:
                 self._frames(nf, times, its, res, steps)
-            self._checkpoint(s, mem, acc0)
+            self._checkpoint(s, control=mem, acceleration=acc0)
             body = int(mem[kc.BODY])
-            who = f"body '{model.names[body]}' ({'rotation' if mem[kc.PART] else 'translation'})" if body >= 0 else ""
+            who = _culprit(model, body, mem[kc.PART])
             if why == kc.NEWTON_FAILED:  # (taken once more step by step: the step's own diagnosis)
                 h = max(float(mem[kc.H]), tm.min_step)
                 res = integ.step(integ.rescaled(s, h), h)
