@@ -93,3 +93,17 @@ def test_adaptive_benchmark_prints_its_table():
     assert r.returncode == 0, r.stderr
     assert re.search(r"^loads\s+\d\.\d\d\s+\d+\.\d\s+\d+\.\d\d$", r.stdout, re.M), r.stdout
     assert r.stdout.count("fixed steps for that error") == 2
+
+
+def test_step_oracle_benchmark_measures_a_bound_whose_windows_add_up():
+    """benchmarks/step_oracle.py: the windows' changes add up to the uniform run's error (the superposition
+    the bound stands on), the bound is at least 1 (Hölder's inequality), and the best steps were run."""
+    r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "step_oracle.py"), "--only", "mass_spring_damper",
+                        "--windows", "4"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+    assert r.returncode == 0, r.stderr
+    m = re.search(r"steps, error ([0-9.e+-]+); the windows' sum ([0-9.e+-]+)", r.stdout)
+    assert m, r.stdout
+    assert abs(float(m.group(2)) / float(m.group(1)) - 1.0) < 0.05, r.stdout
+    bound = float(re.search(r"bound N_uniform / N_best = ([0-9.]+)", r.stdout).group(1))
+    assert 1.0 - 1e-3 <= bound < 1.1, r.stdout  # (a uniform time scale: no step sizes save anything)
+    assert len(re.findall(r"uniform steps / these at equal error ([0-9.]+)", r.stdout)) == 2, r.stdout
