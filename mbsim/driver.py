@@ -597,7 +597,8 @@ class _Loop:
             a1, al1, lam1 = self._true_accelerations(new)
             acc1 = np.ascontiguousarray(np.hstack((a1, al1)))
             n_steps = kc.steps_expected(mem, s.t, h, end)
-            err, body, part = kc.error_norm(h, n_steps, beta, nm, acc0, acc1, s.r, new.r, tm.rtol, tm.atol)
+            err, body, part = kc.error_norm(h, n_steps, beta, nm, acc0, acc1, (s.r, s.q, s.w), (new.r, new.q),
+                                            tm.rtol, tm.atol)
             mem[kc.BODY], mem[kc.PART] = body, part
             who = _culprit(model, body, part)
             ok = kc.judge(mem, err, h, s.t, pi, ctl.largest, ctl.small_below)

@@ -26,7 +26,7 @@ from ..kernels import njit
 from ..kernels import timefn as tf
 from ..mechanics.constrained import solve as constrained_solve
 from ..mechanics.frames import frame_row
-from ..mechanics.interpolate import between
+from ..mechanics.interpolate import _rotate, _rotate_inv, between
 from . import step as ks
 
 # the controller's memory (ctl[...])
@@ -50,22 +50,41 @@ def steps_expected(ctl, t, h, T):
 
 
 @njit(cache=True)
-def error_norm(h, n_steps, beta, nm, acc0, acc1, r0, r1, rtol, atol):
-    """THEORY §14's local error ``e = Δt² |β − 1/6| (ẍ_{n+1} − ẍ_n)`` of every moving body's translation and
-    rotation, from the true accelerations ``acc0``, ``acc1`` (nm, 6: [a, α]) at the step's ends, and its RMS
-    norm over the components, each weighted by ``w / n_steps`` (the tolerance shared among the run's
-    expected steps, :func:`steps_expected`: docs/stepping.md), with ``w = atol + rtol |r|`` for a coordinate
-    of a centre (|r| the larger of ``r0``, ``r1``) and ``w = atol`` (rad) for a rotation.  Returns (norm,
-    body, part): the body and part (0 translation, 1 rotation) whose weighted error is largest."""
-    c = h * h * abs(beta - 1.0 / 6.0) * n_steps
+def error_norm(h, n_steps, beta, nm, acc0, acc1, x0, x1, rtol, atol):
+    """The local error of a step of every moving body's translation and rotation, from the true
+    accelerations ``acc0``, ``acc1`` (nm, 6: [a, α]) at its ends, ``x0`` = (r, q, ω) at its start and
+    ``x1`` = (r, q) at its end (docs/stepping.md):
+
+    - translation: ``e = Δt² (β − 1/6) (a_{n+1} − a_n)`` (THEORY §14);
+    - rotation, in the material frame at ``t_n`` pushed to the world: ``e = Δt² (β − 1/6) (Λ_n Λ_{n+1}ᵀ
+      α_{n+1} − α_n) − Δt³/12 (|ω_n|² ω_n + ω_n × α_n)``: Newmark's term on the material vectors the scheme
+      integrates (THEORY §4), and the Cayley vector's own (``θ`` maps to a rotation by ``2 atan(|θ|/2)``,
+      not ``|θ|``: a steady spin lags ``|ω Δt|³/12`` per step, which the accelerations do not see);
+
+    and their RMS norm over the components, each weighted by ``w / n_steps`` (the tolerance shared among
+    the run's expected steps, :func:`steps_expected`), ``w = atol + rtol |r|`` for a coordinate of a
+    centre (|r| the larger at the two ends) and ``w = atol`` (rad) for a rotation.  Returns (norm, body,
+    part): the body and part (0 translation, 1 rotation) whose weighted error is largest."""
+    r0, q0, w0 = x0
+    r1, q1 = x1
+    c = h * h * (beta - 1.0 / 6.0) * n_steps
+    c3 = h * h * h / 12.0 * n_steps
     total, worst, body, part = 0.0, -1.0, -1, 0
     for i in range(nm):
         st, sr = 0.0, 0.0
         for k in range(3):
             et = c * (acc1[i, k] - acc0[i, k]) / (atol + rtol * max(abs(r0[i, k]), abs(r1[i, k])))
-            er = c * (acc1[i, 3 + k] - acc0[i, 3 + k]) / atol
             st += et * et
-            sr += er * er
+        # Λ_n Λ_{n+1}ᵀ α_{n+1}
+        m0, m1, m2 = _rotate_inv(q1, i, acc1[i, 3], acc1[i, 4], acc1[i, 5])
+        b0, b1, b2 = _rotate(q0, i, m0, m1, m2)
+        o0, o1, o2 = w0[i, 0], w0[i, 1], w0[i, 2]
+        p0, p1, p2 = acc0[i, 3], acc0[i, 4], acc0[i, 5]
+        oo = o0 * o0 + o1 * o1 + o2 * o2
+        er0 = c * (b0 - p0) - c3 * (oo * o0 + o1 * p2 - o2 * p1)
+        er1 = c * (b1 - p1) - c3 * (oo * o1 + o2 * p0 - o0 * p2)
+        er2 = c * (b2 - p2) - c3 * (oo * o2 + o0 * p1 - o1 * p0)
+        sr = (er0 * er0 + er1 * er1 + er2 * er2) / (atol * atol)
         total += st + sr
         if st > worst:
             worst, body, part = st, i, 0
@@ -344,7 +363,8 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
                 R_out[:] = out[1]
                 return nf
             continue
-        err, body, part = error_norm(h, steps_expected(ctl, t, h, T), beta, nm, acc0, acc1, r0, r, rtol, atol)
+        err, body, part = error_norm(h, steps_expected(ctl, t, h, T), beta, nm, acc0, acc1, (r0, q0, w0), (r, q),
+                                     rtol, atol)
         ctl[BODY], ctl[PART] = body, part
         if not judge(ctl, err, h, t, pi, largest, small_below):
             _put_back(state, kept, data, data0, remembers)

@@ -39,6 +39,15 @@ def _rotate_inv(q, i, v0, v1, v2):
 
 
 @njit(cache=True)
+def _rotate(q, i, v0, v1, v2):
+    """Λ v for the unit quaternion q[i]."""
+    w, x, y, z = q[i, 0], q[i, 1], q[i, 2], q[i, 3]
+    t0, t1, t2, t3 = _qmul(w, x, y, z, 0.0, v0, v1, v2)
+    r = _qmul(t0, t1, t2, t3, w, -x, -y, -z)
+    return r[1], r[2], r[3]
+
+
+@njit(cache=True)
 def _hermite(x0, d0, x1, d1, h, s):
     s2 = s * s
     s3 = s2 * s
