@@ -97,6 +97,7 @@ def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
         j_arms[:, 0] = material(jg.points[f0, :, 0], jg.body_a)
         j_arms[:, 1] = material(jg.points[f0, :, 1], jg.body_b)
         j_axis = np.einsum("nji,nj->ni", R[f0, jg.body_a], np.nan_to_num(jg.axis[f0]))
+    stop_of, stop_arms, needle_of, needle_arms = _stop_marks(jg, f0, size, material)
     velocity = np.asarray(traj["bodies/velocity"], dtype=float)[idx]
     omega = np.asarray(traj["bodies/angular_velocity"], dtype=float)[idx]
     channels = [{"label": f"energy {k} [J]", "data": f"energy_{k}"}
@@ -133,7 +134,10 @@ def scene(traj: dict, every: int = 1, sc=None) -> tuple[dict, dict]:
                    "types": [str(t) for t in traj.get("joints/type", ())],
                    "axis": [bool(np.all(np.isfinite(jg.axis[0, j]))) for j in range(nj)],
                    "ends": np.column_stack((jg.body_a, jg.body_b)).ravel().tolist() if nj else [],
-                   "arms": j_arms.ravel().tolist(), "axes": j_axis.ravel().tolist()},
+                   "arms": j_arms.ravel().tolist(), "axes": j_axis.ravel().tolist(),
+                   # the stops: segments carried by A (a spoke at an angle bound, a tick across the rail at an
+                   # offset bound) and, for an angle, B's needle (its direction at the angle 0) between them
+                   "stop_of": stop_of, "stop_arms": stop_arms, "needle_of": needle_of, "needle_arms": needle_arms},
         "channels": channels,
     }
     return meta, data
@@ -157,6 +161,35 @@ def static_of(sc) -> dict:
 # the frames' data a page holds at most (float32, decoded): beyond it frames are decimated (every n-th and
 # the last), so that a long or large result never puts the whole file in the page
 PAGE_BYTES = 128 * 1024**2
+
+
+STOP_SPOKE, STOP_TICK, NEEDLE = 0.1, 0.02, 0.08  # the stop marks' lengths, in the scene's size
+
+
+def _stop_marks(jg, f0: int, size: float, material) -> tuple:
+    """The marks of the joints' stops (:attr:`mbsim.viz.geometry.JointGeometry.stops`) as material arms
+    (two points each, 6 floats) of body A, and the needles of the joints with an angle stop as material
+    arms of body B: a spoke from A's point at each angle bound (turned about the axis from the direction
+    that was B's at the angle 0, the geometry's ``perp``), a tick across the rail at each offset bound, the
+    needle along that direction as B carries it (the frame ``f0``, the first shown, must be at the angle
+    0: a run's first frame).  Returns (joint of each stop mark, their arms, joint of each needle, theirs)."""
+    stop_of, stop_arms, needle_of, needle_arms = [], [], [], []
+    for i, coordinate, bound in jg.stops:
+        if not jg.has_points[i]:
+            continue
+        pa, n, u = jg.points[f0, i, 0], jg.axis[f0, i], jg.perp[f0, i]
+        if coordinate == "angle":
+            ends = [pa, pa + STOP_SPOKE * size * (np.cos(bound) * u + np.sin(bound) * np.cross(n, u))]
+            if i not in needle_of:
+                needle_of.append(i)
+                tip = jg.points[f0, i, 1] + NEEDLE * size * u
+                needle_arms += material(np.array([jg.points[f0, i, 1], tip]), np.array([jg.body_b[i]] * 2)).ravel().tolist()
+        else:
+            c = pa + bound * n
+            ends = [c - STOP_TICK * size * u, c + STOP_TICK * size * u]
+        stop_of.append(i)
+        stop_arms += material(np.array(ends), np.array([jg.body_a[i]] * 2)).ravel().tolist()
+    return stop_of, stop_arms, needle_of, needle_arms
 
 
 def frame_floats(bodies: int, connectors: int, joints: int) -> int:

@@ -317,6 +317,46 @@ def test_live_pages_keep_every_nth_frame_and_the_last_and_a_followed_file_that_d
     assert live.page().count("VIEWER") >= 1
 
 
+def test_a_hinges_stops_are_drawn_with_the_needle_that_turns_between_them(browser, tmp_path):
+    """The door (a hinge with stops at -0.011 and 0.785 rad, SCENARIO.md joints: limits): a spoke from the
+    hinge's point at each bound, turned about the axis from the direction that was the leaf's at the angle
+    0 (the geometry's ``perp``, as mbsim animate draws them); the needle carried by the leaf, which at every
+    frame points where the leaf turned that direction to (its rotation since the first frame): so it lies
+    on the upper spoke when the door is at its stop."""
+    from mbsim.viz.geometry import joint_geometry
+    out = tmp_path / "door.h5"
+    assert main(["run", str(REPO / "scenarios" / "door.yaml"), "-o", str(out), "--quiet", "--end", "1.0"]) == 0
+    page_file = tmp_path / "door.html"
+    assert main(["view", str(out), "--html", str(page_file), "--quiet"]) == 0
+    traj = read_trajectory(str(out))
+    jg = joint_geometry(traj)
+    assert sorted(b for _, _, b in jg.stops) == [-0.011, 0.785]
+    page, problems, _ = _open(browser, page_file.as_uri())
+    assert problems == []
+    n, u = jg.axis[0, 0], jg.perp[0, 0]
+    leaf = list(traj["bodies/name"]).index("leaf")
+    T = len(traj["time"])
+    # the frame nearest the upper stop
+    angle = np.array([np.arctan2(np.cross(u, _quat_matrix(q) @ _quat_matrix(traj["bodies/orientation"][0, leaf]).T @ u) @ n,
+                                 u @ _quat_matrix(q) @ _quat_matrix(traj["bodies/orientation"][0, leaf]).T @ u)
+                      for q in traj["bodies/orientation"][:, leaf]])
+    k_stop = int(np.argmax(angle))
+    assert 0.785 < angle[k_stop] < 0.9  # (into the stop: its penalty lets it in 0.08 rad)
+    for k in (0, T // 2, k_stop, T - 1):
+        page.evaluate(f"VIEWER.setFrame({k})")
+        stops = np.array(page.evaluate("VIEWER.stops()"))
+        assert stops.shape == (2, 2, 3)
+        for (p0, p1), (_, _, bound) in zip(stops, jg.stops):
+            np.testing.assert_allclose(p0, jg.points[k, 0, 0], atol=1e-5)
+            d = (p1 - p0) / np.linalg.norm(p1 - p0)
+            np.testing.assert_allclose(d, np.cos(bound) * u + np.sin(bound) * np.cross(n, u), atol=1e-5)
+        (p0, p1), = np.array(page.evaluate("VIEWER.needles()"))
+        np.testing.assert_allclose(p0, jg.points[k, 0, 1], atol=1e-5)
+        d = (p1 - p0) / np.linalg.norm(p1 - p0)
+        np.testing.assert_allclose(d, np.cos(angle[k]) * u + np.sin(angle[k]) * np.cross(n, u), atol=1e-5)
+    page.close()
+
+
 def test_a_mode_is_shown_as_one_period_of_its_shape(browser, tmp_path):
     """``mbsim view MODES.h5 --mode K``: the page plays the frames of mbsim.viz.animate.mode_motion (one period
     of the shape about the stored state), its time the phase over the frequency."""
@@ -369,3 +409,28 @@ def test_the_readme_screenshot(browser, tmp_path):
     img = np.asarray(Image.open(out).convert("RGB"), dtype=float)
     assert img.shape == (700, 1200, 3) and img.std() > 5.0
     page.close()
+
+
+def test_a_rails_stops_are_ticks_across_it_at_their_offsets(tmp_path):
+    """A prismatic joint's stops (joint_kinds' rail with limits added): each a tick across the rail, centred
+    at A's point plus the bound along the axis, perpendicular to it (the page carries the scene's arms with
+    body A: here the world)."""
+    import yaml
+    from mbsim.viz.view import STOP_TICK, scene
+    d = yaml.safe_load((REPO / "scenarios" / "joint_kinds.yaml").read_text())
+    rail = next(j for j in d["joints"] if j["name"] == "rail")
+    rail["limits"] = {"lower": -0.05, "upper": 0.3, "stiffness": 1e4}
+    d["time"]["end"] = 0.05
+    path = tmp_path / "rail.yaml"
+    path.write_text(yaml.safe_dump(d))
+    out = tmp_path / "rail.h5"
+    assert main(["run", str(path), "-o", str(out), "--quiet"]) == 0
+    meta, _ = scene(read_trajectory(str(out)))
+    j = meta["joints"]["names"].index("rail")
+    assert meta["joints"]["stop_of"] == [j, j] and meta["joints"]["needle_of"] == []
+    arms = np.array(meta["joints"]["stop_arms"]).reshape(-1, 2, 3)  # world-carried: world points
+    n = np.array([0.8, 0, -0.6])
+    for (p0, p1), bound in zip(arms, (-0.05, 0.3)):
+        np.testing.assert_allclose((p0 + p1) / 2, np.array([4.0, 0, 0]) + bound * n, atol=1e-12)
+        assert abs((p1 - p0) @ n) < 1e-12
+        assert np.linalg.norm(p1 - p0) == pytest.approx(2 * STOP_TICK * meta["size"])

@@ -67,6 +67,15 @@
   const lines = new T.LineSegments(lineGeo, new T.LineBasicMaterial({ color: 0xc0392b }));
   lines.frustumCulled = false;
   scene.add(lines);
+  // the joints' stops and needles (mbsim/viz/view.py, _stop_marks): drawn over everything (the stops of a
+  // hinge lie inside the bodies it joins)
+  const ns = META.joints.stop_of.length, nn = META.joints.needle_of.length;
+  const markGeo = new T.BufferGeometry(), markPos = new Float32Array(6 * Math.max(ns + nn, 1)), markOwner = [];
+  markGeo.setAttribute("position", new T.BufferAttribute(markPos, 3));
+  const marks = new T.LineSegments(markGeo, new T.LineBasicMaterial({ color: 0xd35400, depthTest: false }));
+  marks.renderOrder = 1;
+  marks.frustumCulled = false;
+  scene.add(marks);
   // joints: balls at their points
   const ballR = 0.008 * size, coilR = 0.012 * size;
   const balls = new T.InstancedMesh(new T.SphereGeometry(1, nj + nc > 300 ? 6 : 12, nj + nc > 300 ? 4 : 8), new T.MeshStandardMaterial({ color: 0x2c3e50 }),
@@ -128,6 +137,11 @@
     if (i < nb) out.add(P.fromArray(D.position, 3 * (frame * nb + i)));
     return out;
   }
+  // segment m of ``arms`` (two material points of body i) as the mark k
+  function mark(i, arms, m, k) {
+    carried(i, arms, 6 * m, W).toArray(markPos, 6 * k);
+    carried(i, arms, 6 * m + 3, W2).toArray(markPos, 6 * k + 3);
+  }
   function fmt(v) { return v.map((x) => x.toPrecision(4)).join(", "); }
 
   function setFrame(f) {
@@ -182,6 +196,17 @@
         lineOwner[nl++] = ["joint", j];
       }
     }
+    // the stops: marks carried by A, and B's needle between them
+    for (let m = 0; m < ns; m++) {
+      mark(META.joints.ends[2 * META.joints.stop_of[m]], META.joints.stop_arms, m, m);
+      markOwner[m] = ["joint", META.joints.stop_of[m]];
+    }
+    for (let m = 0; m < nn; m++) {
+      mark(META.joints.ends[2 * META.joints.needle_of[m] + 1], META.joints.needle_arms, m, ns + m);
+      markOwner[ns + m] = ["joint", META.joints.needle_of[m]];
+    }
+    markGeo.setDrawRange(0, 2 * (ns + nn));
+    markGeo.attributes.position.needsUpdate = true;
     lineGeo.setDrawRange(0, 2 * nl);
     lineGeo.attributes.position.needsUpdate = true;
     balls.count = nball;
@@ -284,10 +309,11 @@
     mouse.set(((e.clientX - r.left) / r.width) * 2 - 1, -((e.clientY - r.top) / r.height) * 2 + 1);
     ray.setFromCamera(mouse, camera);
     ray.params.Line.threshold = 0.01 * size;
-    const hit = ray.intersectObjects([boxes, balls, lines], false)[0];
+    const hit = ray.intersectObjects([marks, boxes, balls, lines], false)[0];
     if (!hit) return;
     if (hit.object === boxes) selected = ["body", hit.instanceId];
     else if (hit.object === balls) selected = ballOwner[hit.instanceId];
+    else if (hit.object === marks) selected = markOwner[Math.floor(hit.index / 2)];
     else selected = lineOwner[Math.floor(hit.index / 2)];
     if (!selected) { selected = null; return; }
     show(selected);
@@ -345,6 +371,9 @@
       const b = carried(META.connectors.ends[2 * c + 1], META.connectors.arms, 6 * c + 3, new T.Vector3());
       return [a.toArray(), b.toArray()];
     },
+    // the stops' marks and the needles drawn at the frame shown: [[p0, p1], …] each
+    stops() { return Array.from({ length: ns }, (_, m) => [vec(markPos, 6 * m), vec(markPos, 6 * m + 3)]); },
+    needles() { return Array.from({ length: nn }, (_, m) => [vec(markPos, 6 * (ns + m)), vec(markPos, 6 * (ns + m) + 3)]); },
     plotX(t) { return plot ? plot.valToPos(t, "x") : null; },
     // the force arrow drawn for the connector or joint picked: [x0, y0, z0, x1, y1, z1], or null
     arrow() { return shaft.visible ? Array.from(arrowGeo.attributes.position.array) : null; },
