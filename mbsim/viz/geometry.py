@@ -239,6 +239,9 @@ class JointGeometry:
         A unit vector perpendicular to ``axis`` at t = 0, carried by A (with
         ``axis`` and their cross product a frame of A, e.g. for drawing a
         planar joint's plane); NaN for joints without an axis.
+    perp_b : (T, J, 3)
+        The same vector at t = 0 carried by B: its angle from ``perp`` about
+        ``axis`` is a revolute joint's angle; NaN for joints without an axis.
     body_a, body_b : (J,) int
         Indices into the :func:`body_poses` arrays (world = B).
     stops : tuple of (joint index, coordinate, bound)
@@ -252,6 +255,7 @@ class JointGeometry:
     axis: np.ndarray
     axis_b: np.ndarray
     perp: np.ndarray
+    perp_b: np.ndarray
     body_a: np.ndarray
     body_b: np.ndarray
     stops: tuple = ()
@@ -274,7 +278,7 @@ def joint_geometry(traj: dict, sc: Optional[Scenario] = None) -> JointGeometry:
 
     arms = np.zeros((J, 2, 3))  # material arms of the points in A and B
     has = np.zeros(J, dtype=bool)
-    n_mat = np.full((J, 3, 3), np.nan)  # per joint: axis in A, axis in B, perpendicular in A (material)
+    n_mat = np.full((J, 4, 3), np.nan)  # per joint: axis in A, axis in B, perpendicular in A and in B (material)
     specs = {j.name: j for j in getattr(sc, "joints", ())} if sc is not None else {}
     stops = []
     for i, name in enumerate(traj.get("joints/name", ())):
@@ -290,7 +294,7 @@ def joint_geometry(traj: dict, sc: Optional[Scenario] = None) -> JointGeometry:
             na, nb = (np.asarray(j.axes, dtype=float) if j.type == "universal"
                       else np.asarray([j.axis, j.axis], dtype=float))
             perp, _ = _perpendiculars(na[None, :])
-            n_mat[i] = [R0[ia[i]].T @ na, R0[ib[i]].T @ nb, R0[ia[i]].T @ perp[0]]
+            n_mat[i] = [R0[ia[i]].T @ na, R0[ib[i]].T @ nb, R0[ia[i]].T @ perp[0], R0[ib[i]].T @ perp[0]]
 
     ends = np.stack([ia, ib], axis=1)  # (J, 2)
     pts = pos[:, ends] + np.einsum("tjkab,jkb->tjka", R[:, ends], arms)
@@ -298,10 +302,11 @@ def joint_geometry(traj: dict, sc: Optional[Scenario] = None) -> JointGeometry:
         axis = np.einsum("tjab,jb->tja", R[:, ia], n_mat[:, 0])
         axis_b = np.einsum("tjab,jb->tja", R[:, ib], n_mat[:, 1])
         perp = np.einsum("tjab,jb->tja", R[:, ia], n_mat[:, 2])
+        perp_b = np.einsum("tjab,jb->tja", R[:, ib], n_mat[:, 3])
     else:
-        axis = axis_b = perp = np.zeros((T, 0, 3))
-    return JointGeometry(points=pts, has_points=has, axis=axis, axis_b=axis_b, perp=perp, body_a=ia, body_b=ib,
-                         stops=tuple(stops))
+        axis = axis_b = perp = perp_b = np.zeros((T, 0, 3))
+    return JointGeometry(points=pts, has_points=has, axis=axis, axis_b=axis_b, perp=perp, perp_b=perp_b, body_a=ia,
+                         body_b=ib, stops=tuple(stops))
 
 
 def box_shapes(traj: dict, sc: Optional[Scenario] = None):

@@ -171,8 +171,8 @@ def _stop_marks(jg, f0: int, size: float, material) -> tuple:
     (two points each, 6 floats) of body A, and the needles of the joints with an angle stop as material
     arms of body B: a spoke from A's point at each angle bound (turned about the axis from the direction
     that was B's at the angle 0, the geometry's ``perp``), a tick across the rail at each offset bound, the
-    needle along that direction as B carries it (the frame ``f0``, the first shown, must be at the angle
-    0: a run's first frame).  Returns (joint of each stop mark, their arms, joint of each needle, theirs)."""
+    needle along that direction as B carries it (``perp_b``: at any frame ``f0``, the angle 0 being the
+    scenario's initial poses).  Returns (joint of each stop mark, their arms, joint of each needle, theirs)."""
     stop_of, stop_arms, needle_of, needle_arms = [], [], [], []
     for i, coordinate, bound in jg.stops:
         if not jg.has_points[i]:
@@ -182,7 +182,7 @@ def _stop_marks(jg, f0: int, size: float, material) -> tuple:
             ends = [pa, pa + STOP_SPOKE * size * (np.cos(bound) * u + np.sin(bound) * np.cross(n, u))]
             if i not in needle_of:
                 needle_of.append(i)
-                tip = jg.points[f0, i, 1] + NEEDLE * size * u
+                tip = jg.points[f0, i, 1] + NEEDLE * size * jg.perp_b[f0, i]
                 needle_arms += material(np.array([jg.points[f0, i, 1], tip]), np.array([jg.body_b[i]] * 2)).ravel().tolist()
         else:
             c = pa + bound * n

@@ -434,3 +434,30 @@ def test_a_rails_stops_are_ticks_across_it_at_their_offsets(tmp_path):
         np.testing.assert_allclose((p0 + p1) / 2, np.array([4.0, 0, 0]) + bound * n, atol=1e-12)
         assert abs((p1 - p0) @ n) < 1e-12
         assert np.linalg.norm(p1 - p0) == pytest.approx(2 * STOP_TICK * meta["size"])
+
+
+def test_a_hinges_needle_shows_its_angle_from_any_first_frame(tmp_path):
+    """The needle's arm in B comes from the scenario's initial poses, not from the first frame shown: a page
+    of the door's frames from the middle of its swing on (as a mode's page, whose frames are about another
+    state) draws the needle at the hinge's angle there."""
+    from mbsim.viz.geometry import frame_count, joint_geometry
+    from mbsim.viz.view import scene
+    out = tmp_path / "door.h5"
+    assert main(["run", str(REPO / "scenarios" / "door.yaml"), "-o", str(out), "--quiet", "--end", "0.5"]) == 0
+    traj = read_trajectory(str(out))
+    T = frame_count(traj)
+    k0 = T // 2
+    jg = joint_geometry(traj)
+    n, u, ub = jg.axis[k0, 0], jg.perp[k0, 0], jg.perp_b[k0, 0]
+    angle = np.arctan2(np.cross(u, ub) @ n, u @ ub)
+    assert angle > 0.3
+    from mbsim.io.writer import frame_datasets
+    later = {k: (v[k0:] if k in frame_datasets(1) and np.ndim(v) and len(v) == T else v) for k, v in traj.items()}
+    meta, data = scene(later)
+    j = meta["joints"]
+    (a0, a1), = np.array(j["needle_arms"]).reshape(-1, 2, 3)
+    leaf = j["ends"][2 * j["needle_of"][0] + 1]
+    R = _quat_matrix(data["orientation"][0, leaf])
+    d = R @ (a1 - a0)
+    d /= np.linalg.norm(d)
+    np.testing.assert_allclose(d, np.cos(angle) * u + np.sin(angle) * np.cross(n, u), atol=1e-9)

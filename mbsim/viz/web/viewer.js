@@ -309,7 +309,10 @@
     mouse.set(((e.clientX - r.left) / r.width) * 2 - 1, -((e.clientY - r.top) / r.height) * 2 + 1);
     ray.setFromCamera(mouse, camera);
     ray.params.Line.threshold = 0.01 * size;
-    const hit = ray.intersectObjects([marks, boxes, balls, lines], false)[0];
+    // (the lines move every frame: their bounds anew; the marks, drawn over everything, are picked first)
+    lineGeo.computeBoundingSphere();
+    markGeo.computeBoundingSphere();
+    const hit = ray.intersectObject(marks, false)[0] || ray.intersectObjects([boxes, balls, lines], false)[0];
     if (!hit) return;
     if (hit.object === boxes) selected = ["body", hit.instanceId];
     else if (hit.object === balls) selected = ballOwner[hit.instanceId];
