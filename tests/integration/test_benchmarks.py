@@ -95,15 +95,18 @@ def test_adaptive_benchmark_prints_its_table():
     assert r.stdout.count("fixed steps for that error") == 2
 
 
-def test_step_oracle_benchmark_measures_a_bound_whose_windows_add_up():
-    """benchmarks/step_oracle.py: the windows' changes add up to the uniform run's error (the superposition
-    the bound stands on), the bound is at least 1 (Hölder's inequality), and the best steps were run."""
+def test_step_oracle_benchmark_measures_windows_that_add_up_and_runs_steps_no_worse_than_uniform():
+    """benchmarks/step_oracle.py: the windows' errors add up to the uniform run's (the superposition the
+    linear model stands on), the signs-ignored bound is at least 1 (Hölder's inequality), and the best
+    steps, run (and refined once), need no more steps than the uniform ones at equal error — on
+    mass_spring_damper, whose largest error is mid-run (0.77 s): after it the steps can grow (measured
+    1.09)."""
     r = subprocess.run([sys.executable, str(ROOT / "benchmarks" / "step_oracle.py"), "--only", "mass_spring_damper",
-                        "--windows", "4"], capture_output=True, text=True, timeout=300, cwd=ROOT)
+                        "--windows", "8", "--refine", "1"], capture_output=True, text=True, timeout=300, cwd=ROOT)
     assert r.returncode == 0, r.stderr
-    m = re.search(r"steps, error ([0-9.e+-]+); the windows' sum ([0-9.e+-]+)", r.stdout)
-    assert m, r.stdout
-    assert abs(float(m.group(2)) / float(m.group(1)) - 1.0) < 0.05, r.stdout
-    bound = float(re.search(r"bound N_uniform / N_best = ([0-9.]+)", r.stdout).group(1))
-    assert 1.0 - 1e-3 <= bound < 1.1, r.stdout  # (a uniform time scale: no step sizes save anything)
-    assert len(re.findall(r"uniform steps / these at equal error ([0-9.]+)", r.stdout)) == 2, r.stdout
+    out = r.stdout
+    assert float(re.search(r"the windows' sum, largest ([0-9.]+) of it", out).group(1)) < 0.05, out
+    assert float(re.search(r"bound uniform steps / best steps = ([0-9.]+)", out).group(1)) >= 1.0 - 1e-3, out
+    ran = float(re.search(r"best steps, run: .* at equal error ([0-9.]+)", out).group(1))
+    refined = float(re.search(r"refined, the best run: .* at equal error ([0-9.]+)", out).group(1))
+    assert 1.03 < ran < 1.2 and refined >= ran, out
