@@ -76,8 +76,29 @@ REFERENCE_CHECK_FACTOR = 10.0
 _ENERGIES = ("energy/kinetic", "energy/potential", "energy/dissipated", "energy/external_work")
 
 
+class _Completed:
+    """A run (or the reference solve) with a ``status``: ``ok`` when it completed."""
+
+    @property
+    def ok(self) -> bool:
+        return self.status == "completed"
+
+
+class _Runs:
+    """A report of ``runs`` and a ``reference``: whether one was interrupted, whether all completed."""
+
+    @property
+    def interrupted(self) -> bool:
+        return any(r.status == "interrupted" for r in self.runs)
+
+    @property
+    def runs_ok(self) -> bool:
+        """Every run and the reference completed."""
+        return all(r.ok for r in self.runs) and self.reference.ok
+
+
 @dataclass
-class StepRun:
+class StepRun(_Completed):
     """One generalized-α run of :func:`verify`.
 
     Attributes
@@ -108,10 +129,6 @@ class StepRun:
     frames: int
     frames_data: Optional[dict] = field(default=None, repr=False)
 
-    @property
-    def ok(self) -> bool:
-        return self.status == "completed"
-
     def to_dict(self) -> dict:
         return {"step": self.step, "label": self.label, "status": self.status, "message": self.message,
                 "steps": self.steps, "newton_iterations": self.newton_iterations,
@@ -119,7 +136,7 @@ class StepRun:
 
 
 @dataclass
-class ReferenceRun:
+class ReferenceRun(_Completed):
     """The reference solve of :func:`verify`.
 
     Attributes
@@ -148,10 +165,6 @@ class ReferenceRun:
     nfev: int = 0
     wall_time_s: float = 0.0
     check_rtol: float = 0.0
-
-    @property
-    def ok(self) -> bool:
-        return self.status == "completed"
 
     def to_dict(self) -> dict:
         return {"status": self.status, "message": self.message, "method": self.method, "rtol": self.rtol,
@@ -210,7 +223,7 @@ class QuantityOrder:
 
 
 @dataclass
-class VerifyReport:
+class VerifyReport(_Runs):
     """Outcome of :func:`verify`.
 
     Attributes
@@ -246,15 +259,6 @@ class VerifyReport:
     order_tolerance: float = ORDER_TOLERANCE
     hints: list = field(default_factory=list)
     notes: list = field(default_factory=list)
-
-    @property
-    def interrupted(self) -> bool:
-        return any(r.status == "interrupted" for r in self.runs)
-
-    @property
-    def runs_ok(self) -> bool:
-        """Every run and the reference completed."""
-        return all(r.ok for r in self.runs) and self.reference.ok
 
     @property
     def passed(self) -> bool:
@@ -677,7 +681,7 @@ SLOPE_BAND = (0.6, 1.4)  # the log-log slope of the error against the tolerance,
 
 
 @dataclass
-class ToleranceRun:
+class ToleranceRun(_Completed):
     """One error-controlled run of :func:`verify_tolerance` (rtol and atol of the scenario divided by
     ``divisor``)."""
 
@@ -695,10 +699,6 @@ class ToleranceRun:
     largest_step: Optional[float] = None
     frames_data: Optional[dict] = field(default=None, repr=False)
 
-    @property
-    def ok(self) -> bool:
-        return self.status == "completed"
-
     def to_dict(self) -> dict:
         return {"rtol": self.rtol, "atol": self.atol, "label": self.label, "status": self.status,
                 "message": self.message, "steps": self.steps, "rejected_steps": self.rejected_steps,
@@ -707,7 +707,7 @@ class ToleranceRun:
 
 
 @dataclass
-class ToleranceReport:
+class ToleranceReport(_Runs):
     """Outcome of :func:`verify_tolerance`: per run the errors of every quantity against the reference
     (``errors[name]``, as :func:`verify` measures them), the log-log slopes of the error against the
     tolerance between consecutive runs (``slopes[name]``; None below the floor), and for position and
@@ -725,14 +725,6 @@ class ToleranceReport:
     multiple: float = TOLERANCE_MULTIPLE
     band: tuple = SLOPE_BAND
     judged_ok: bool = False
-
-    @property
-    def interrupted(self) -> bool:
-        return any(r.status == "interrupted" for r in self.runs)
-
-    @property
-    def runs_ok(self) -> bool:
-        return all(r.ok for r in self.runs) and self.reference.ok
 
     @property
     def passed(self) -> bool:
