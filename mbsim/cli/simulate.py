@@ -460,13 +460,7 @@ def _mode_lines(modes: list, dof, about) -> list:
     rows = [(str(m["mode"]), _f(m["frequency_Hz"]), _f(m["damping_ratio"]), _f(m["eigenvalue"][0]),
              _f(m["eigenvalue"][1]), "rigid" if m["rigid_body"] else "", moves(m)) for m in shown]
     head = ("mode", "frequency [Hz]", "damping ratio", "Re s [1/s]", "Im s [1/s]", "rigid", "moves most")
-    width = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
-    for r in [head, *rows]:
-        text = "  ".join(f"{c:>{w}}" if i < 5 else f"{c:<{w}}" for i, (c, w) in enumerate(zip(r, width)))
-        lines.append(f"                 {text}".rstrip())
-    if len(modes) > len(shown):
-        lines.append(f"                 ... and {len(modes) - len(shown)} more (mbsim info --json lists them all)")
-    return lines
+    return lines + _table(head, rows, lambda i: i < 5, len(modes) - len(shown))
 
 
 def _f(x) -> str:
@@ -493,12 +487,19 @@ def _joint_lines(joints: list) -> list:
              _e(j["max_moment_N_m"]), _e(j["max_position_error_m"]), _e(j["max_angle_error_rad"])) for j in shown]
     head = ("name", "type", "bodies (A → B)", "max |F| [N]", "max |M| [N·m]", "max pos. err [m]",
             "max angle err [rad]")
+    return lines + _table(head, rows, lambda i: i >= 3, len(joints) - len(shown))
+
+
+def _table(head: tuple, rows: list, right, more: int) -> list:
+    """The lines of one of ``mbsim info``'s tables: ``head`` and ``rows`` (strings) in aligned columns, column
+    i right-aligned where ``right(i)``, indented; then how many ``more`` rows --json has."""
     width = [max(len(r[i]) for r in [head, *rows]) for i in range(len(head))]
+    lines = []
     for r in [head, *rows]:
-        text = "  ".join(f"{c:<{w}}" if i < 3 else f"{c:>{w}}" for i, (c, w) in enumerate(zip(r, width)))
+        text = "  ".join(f"{c:>{w}}" if right(i) else f"{c:<{w}}" for i, (c, w) in enumerate(zip(r, width)))
         lines.append(f"                 {text}".rstrip())
-    if len(joints) > len(shown):
-        lines.append(f"                 ... and {len(joints) - len(shown)} more (mbsim info --json lists them all)")
+    if more > 0:
+        lines.append(f"                 ... and {more} more (mbsim info --json lists them all)")
     return lines
 
 
