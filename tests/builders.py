@@ -133,3 +133,40 @@ def run_text(folder, name: str, text: str):
     scen.write_text(textwrap.dedent(text))
     assert main(["run", str(scen), "-o", str(out), "--quiet"]) == 0
     return out
+
+
+# A fixed base, a bob with a full (non-diagonal) inertia hanging from world, a tip on the bob: every
+# connector type, world and a declared fixed body; 11 frames (t = 0, 0.02, …, 0.2).  mbsim export's and
+# the plots' tests run it (every_connector).
+_EVERY_CONNECTOR = """\
+mbsim: 1
+name: DEMO
+gravity: [0, 0, -9.81]
+time: {end: 0.2, step: 0.01}
+output: {interval: 0.02}
+bodies:
+  - {name: base, fixed: true, position: [0.5, 0, 0]}
+  - name: bob
+    mass: 2.0
+    inertia: [[0.05, 0.01, 0], [0.01, 0.04, 0], [0, 0, 0.03]]
+    position: [0, 0, -1]
+    orientation: {axis_angle: {axis: [0, 1, 0], angle: 0.4}}
+    velocity: [0.5, 0, 0]
+    angular_velocity: [0, 1.0, 2.0]
+  - name: tip
+    mass: 0.5
+    inertia: [0.002, 0.003, 0.004]
+    position: [0.3, 0.1, -1.6]
+    angular_velocity: [1, 0, 0]
+connectors:
+  - {name: hanger, type: spring, bodies: [world, bob], points: [[0, 0, 0], [0.05, 0, -0.9]],
+     stiffness: 300.0, rest_length: 0.8}
+  - {name: side, type: damper, bodies: [base, bob], points: [[0.5, 0, 0], [0.1, 0, -0.95]], damping: 2.0}
+  - {name: link, type: spring, bodies: [bob, tip], points: [[0, 0.05, -1.1], [0.3, 0.1, -1.5]], stiffness: 100.0}
+  - {name: elbow, type: torsional_damper, bodies: [bob, tip], damping: 0.01, joint: revolute, axis: [0, 1, 0]}
+"""
+
+
+def every_connector(name: str) -> str:
+    """The scenario text of the model above, named ``name``."""
+    return _EVERY_CONNECTOR.replace("name: DEMO\n", f"name: {name}\n", 1)

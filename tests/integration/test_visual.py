@@ -14,41 +14,13 @@ import numpy as np
 import pytest
 
 from mbsim.cli import main
-from tests.builders import run_text
+from tests.builders import every_connector, run_text
 from mbsim.io.reader import read_trajectory
 
 pytest.importorskip("matplotlib")
 Image = pytest.importorskip("PIL.Image")
 
-# A fixed base, a bob with a full (non-diagonal) inertia hanging from world, and a tip on
-# the bob: every connector type, world and a declared fixed body, 11 frames.
-SCENARIO = """\
-mbsim: 1
-name: viz-demo
-gravity: [0, 0, -9.81]
-time: {end: 0.2, step: 0.01}
-output: {interval: 0.02}
-bodies:
-  - {name: base, fixed: true, position: [0.5, 0, 0]}
-  - name: bob
-    mass: 2.0
-    inertia: [[0.05, 0.01, 0], [0.01, 0.04, 0], [0, 0, 0.03]]
-    position: [0, 0, -1]
-    orientation: {axis_angle: {axis: [0, 1, 0], angle: 0.4}}
-    velocity: [0.5, 0, 0]
-    angular_velocity: [0, 1.0, 2.0]
-  - name: tip
-    mass: 0.5
-    inertia: [0.002, 0.003, 0.004]
-    position: [0.3, 0.1, -1.6]
-    angular_velocity: [1, 0, 0]
-connectors:
-  - {name: hanger, type: spring, bodies: [world, bob], points: [[0, 0, 0], [0.05, 0, -0.9]],
-     stiffness: 300.0, rest_length: 0.8}
-  - {name: side, type: damper, bodies: [base, bob], points: [[0.5, 0, 0], [0.1, 0, -0.95]], damping: 2.0}
-  - {name: link, type: spring, bodies: [bob, tip], points: [[0, 0.05, -1.1], [0.3, 0.1, -1.5]], stiffness: 100.0}
-  - {name: elbow, type: torsional_damper, bodies: [bob, tip], damping: 0.01, joint: revolute, axis: [0, 1, 0]}
-"""
+SCENARIO = every_connector("viz-demo")
 FRAMES = 11  # t = 0, 0.02, ..., 0.2
 
 
