@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import time
 import warnings
 from typing import Optional
 
@@ -47,19 +48,37 @@ def _being_written(exc) -> bool:
     return isinstance(exc, OSError) and "lock" in str(exc)
 
 
+# a file being written that reads as damaged is read again, this many times, this far apart [s]: its
+# writer was flushing a block (seen once in CI: "Can't get number of chunks (addr overflow ...)")
+WRITTEN_TRIES, WRITTEN_WAIT = 5, 0.1
+
+
 def _open(path):
     """The open file, checked by :func:`_check` (every problem a :class:`ResultFileError`).  A file that a
     run is still writing (its process holds HDF5's lock) is opened without the lock, as it stands at its
-    last flush: a snapshot that may, rarely, catch a block half flushed (:func:`read_frames`)."""
+    last flush: a snapshot that may, rarely, catch a block half flushed; such a file that reads as damaged
+    is opened again (:data:`WRITTEN_TRIES` times) before it is said to be."""
     try:
         f = h5py.File(path, "r")
     except _READ_ERRORS as exc:
         if not _being_written(exc):
             raise ResultFileError(f"{path}: cannot open as HDF5 ({exc})") from None
-        try:
-            f = h5py.File(path, "r", locking=False)
-        except _READ_ERRORS as exc2:
-            raise ResultFileError(f"{path}: cannot open as HDF5 while it is being written ({exc2})") from None
+        for k in range(WRITTEN_TRIES):
+            try:
+                return _opened(path, h5py.File(path, "r", locking=False))
+            except ResultFileError:
+                if k == WRITTEN_TRIES - 1:
+                    raise
+            except _READ_ERRORS as exc2:
+                if k == WRITTEN_TRIES - 1:
+                    raise ResultFileError(f"{path}: cannot open as HDF5 while it is being written ({exc2})") \
+                        from None
+            time.sleep(WRITTEN_WAIT)
+    return _opened(path, f)
+
+
+def _opened(path, f):
+    """``f`` (open) checked: returned, or closed and a :class:`ResultFileError` raised."""
     try:
         fmt = _typed("format", f.attrs.get("format"))
         if fmt != FORMAT:

@@ -224,6 +224,15 @@ def test_a_run_is_watched_live_and_the_page_ends_with_the_files_frames(browser, 
             proc.kill()
 
 
+def _frames_flushed(path, read_frames) -> int:
+    """How many frames a file being written holds; 0 while it cannot be read (a flush in progress)."""
+    from mbsim.io.reader import ResultFileError
+    try:
+        return len(read_frames(str(path))[1]["time"])
+    except ResultFileError:
+        return 0
+
+
 def test_a_file_being_written_is_followed_and_read_by_other_commands(browser, tmp_path):
     """``mbsim view`` of a file that a run in another process is writing: the page opens on the frames
     flushed so far, receives the others as the run flushes them, and ends with the run's outcome (here:
@@ -239,7 +248,7 @@ def test_a_file_being_written_is_followed_and_read_by_other_commands(browser, tm
     view = None
     try:
         deadline = time.monotonic() + 60
-        while not (out.exists() and len(read_frames(str(out))[1]["time"]) > 0):
+        while not (out.exists() and _frames_flushed(out, read_frames) > 0):
             assert run.poll() is None and time.monotonic() < deadline, run.stderr.read()
             time.sleep(0.1)
         assert being_written(str(out))
