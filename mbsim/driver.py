@@ -561,7 +561,7 @@ class _Loop:
         from .mechanics.interpolate import between
         integ, sc, model = self.integ, self.sc, self.model
         tm, nm = sc.time, model.n_moving
-        beta = integ.params.beta
+        const = kc.error_constant(integ.params.alpha_f, integ.params.alpha_m, integ.params.beta)
         interval, end = sc.output.interval, tm.end
         pi = 1.0 if ctl.controller == "pi" else 0.0
         mem, acc0 = self._control_start(s, ctl)  # (the same memory and rules as the compiled loop)
@@ -597,7 +597,7 @@ class _Loop:
             a1, al1, lam1 = self._true_accelerations(new)
             acc1 = np.ascontiguousarray(np.hstack((a1, al1)))
             n_steps = kc.steps_expected(mem, s.t, h, end)
-            err, body, part = kc.error_norm(h, n_steps, beta, nm, acc0, acc1, (s.r, s.q, s.w), (new.r, new.q),
+            err, body, part = kc.error_norm(h, n_steps, const, nm, acc0, acc1, (s.r, s.q, s.w), (new.r, new.q),
                                             tm.rtol, tm.atol)
             mem[kc.BODY], mem[kc.PART] = body, part
             who = _culprit(model, body, part)

@@ -50,14 +50,22 @@ def steps_expected(ctl, t, h, T):
 
 
 @njit(cache=True)
-def error_norm(h, n_steps, beta, nm, acc0, acc1, x0, x1, rtol, atol):
+def error_constant(af, am, beta):
+    """``C = β + (α_f − α_m)/2 − 1/6``: a generalized-α step's position error is ``C Δt³ x⃛`` (its
+    accelerations are the motion's at ``t_n + (α_f − α_m) Δt``, docs/stepping.md); Newmark's ``β − 1/6``
+    (THEORY §14) when ``α_f = α_m`` (ρ∞ = 1)."""
+    return beta + 0.5 * (af - am) - 1.0 / 6.0
+
+
+@njit(cache=True)
+def error_norm(h, n_steps, const, nm, acc0, acc1, x0, x1, rtol, atol):
     """The local error of a step of every moving body's translation and rotation, from the true
     accelerations ``acc0``, ``acc1`` (nm, 6: [a, α]) at its ends, ``x0`` = (r, q, ω) at its start and
-    ``x1`` = (r, q) at its end (docs/stepping.md):
+    ``x1`` = (r, q) at its end, ``const`` the scheme's :func:`error_constant` (docs/stepping.md):
 
-    - translation: ``e = Δt² (β − 1/6) (a_{n+1} − a_n)`` (THEORY §14);
-    - rotation, in the material frame at ``t_n`` pushed to the world: ``e = Δt² (β − 1/6) (Λ_n Λ_{n+1}ᵀ
-      α_{n+1} − α_n) − Δt³/12 (|ω_n|² ω_n + ω_n × α_n)``: Newmark's term on the material vectors the scheme
+    - translation: ``e = C Δt² (a_{n+1} − a_n)`` (THEORY §14, with generalized-α's constant);
+    - rotation, in the material frame at ``t_n`` pushed to the world: ``e = C Δt² (Λ_n Λ_{n+1}ᵀ α_{n+1} −
+      α_n) − Δt³/12 (|ω_n|² ω_n + ω_n × α_n)``: the same term on the material vectors the scheme
       integrates (THEORY §4), and the Cayley vector's own (``θ`` maps to a rotation by ``2 atan(|θ|/2)``,
       not ``|θ|``: a steady spin lags ``|ω Δt|³/12`` per step, which the accelerations do not see);
 
@@ -67,7 +75,7 @@ def error_norm(h, n_steps, beta, nm, acc0, acc1, x0, x1, rtol, atol):
     part): the body and part (0 translation, 1 rotation) whose weighted error is largest."""
     r0, q0, w0 = x0
     r1, q1 = x1
-    c = h * h * (beta - 1.0 / 6.0) * n_steps
+    c = h * h * const * n_steps
     c3 = h * h * h / 12.0 * n_steps
     total, worst, body, part = 0.0, -1.0, -1, 0
     for i in range(nm):
@@ -260,6 +268,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
     consts, mdl, it, pred, Xn, inc, ewk, S, pw, out, nwk, lam1, scale, cwk, fwk, xs, saved, sw = \
         ks._workspace(plan, params, model, solver, state, max_it, work)
     af, am, beta, gamma = params
+    e_const = error_constant(af, am, beta)
     krr = mdl[4]
     x, y, dy, arms = ewk[0], ewk[1], ewk[2], ewk[3]
     Rn, nodr = pw[0], pw[11]
@@ -363,7 +372,7 @@ def run(plan, params, model, spec, solver, test, state, report, frames, work, co
                 R_out[:] = out[1]
                 return nf
             continue
-        err, body, part = error_norm(h, steps_expected(ctl, t, h, T), beta, nm, acc0, acc1, (r0, q0, w0), (r, q),
+        err, body, part = error_norm(h, steps_expected(ctl, t, h, T), e_const, nm, acc0, acc1, (r0, q0, w0), (r, q),
                                      rtol, atol)
         ctl[BODY], ctl[PART] = body, part
         if not judge(ctl, err, h, t, pi, largest, small_below):
