@@ -44,7 +44,7 @@ from pathlib import Path
 from typing import Iterator, Optional
 
 from . import kernels
-from .stepping import COLLAPSED_FRACTION, step_schedule
+from .stepping import collapse_threshold, step_schedule
 
 DELAY_S = 10.0  # the background compilation waits this long for the run that started it to end
 STALE_S = 900.0  # a compiling-lock older than this is a dead compilation's
@@ -84,7 +84,7 @@ def warm_up(scenario, model, integ, state, watched: bool = False) -> None:
     if scenario.time.controlled and not watched and getattr(integ, "can_advance", False):
         tm = scenario.time  # the error-controlled loop too (called to take no step)
         integ.warm_up_controlled(state, (tm.rtol, tm.atol, tm.min_step, tm.step, tm.end, 1.0,
-                                         scenario.output.interval, COLLAPSED_FRACTION * tm.step))
+                                         scenario.output.interval, collapse_threshold(tm.step)))
 
 
 def _paths():

@@ -29,6 +29,11 @@ COLLAPSED_FRACTION = 1e-3
 COLLAPSED_REMAINING = 1e9
 
 
+def collapse_threshold(step: float) -> float:
+    """Accepted steps below this, for a run of ``time.step`` = ``step``, count towards a collapse."""
+    return COLLAPSED_FRACTION * step
+
+
 def step_schedule(end: float, step: float, interval: float):
     """Steps and frames of a fixed-step run.
 
@@ -123,7 +128,7 @@ class AdaptiveSteps:
 
     def accepted(self, res, t: float = 0.0, dt: float = 0.0) -> None:
         """Step ``t`` → ``t + dt`` was accepted (``t, dt`` feed :meth:`collapsed`)."""
-        if dt < COLLAPSED_FRACTION * self.max_step:
+        if dt < collapse_threshold(self.max_step):
             if self.small == 0:
                 self.small_t0 = t
             self.small += 1
@@ -190,7 +195,7 @@ class ErrorControl:
     @property
     def small_below(self) -> float:
         """Accepted steps below this count towards a collapse (:func:`collapsed`)."""
-        return COLLAPSED_FRACTION * self.max_step
+        return collapse_threshold(self.max_step)
 
     def done(self, t: float) -> bool:
         return t >= self.end
@@ -215,7 +220,7 @@ def collapsed(ctl, t: float) -> Optional[str]:
         return None
     why = f" (the last larger step failed: {ctl.why_small})" if ctl.why_small else ""
     return (f"the step has collapsed: the last {ctl.small} steps were all below {COLLAPSED_FRACTION:g} × time.step "
-            f"= {COLLAPSED_FRACTION * ctl.max_step:.3g} s, {pace:.3g} s on average, and took t only from "
+            f"= {collapse_threshold(ctl.max_step):.3g} s, {pace:.3g} s on average, and took t only from "
             f"{ctl.small_t0:.9g} s to {t:.9g} s; at that pace time.end = {ctl.end:g} s is {remaining:.3g} steps away"
             f"{why}. A larger time.min_step ends such a run at once; the model may have an element far stiffer or "
             f"faster than the rest (look at the largest residual named above), or need a smaller time.step")
