@@ -49,6 +49,7 @@ import numpy as np  # noqa: E402
 from scipy.optimize import minimize  # noqa: E402
 
 from mbsim.integrators import GeneralizedAlpha  # noqa: E402
+from mbsim.kernels.rotations import quat_conj, quat_mul  # noqa: E402
 from mbsim.model.model import Model  # noqa: E402
 from mbsim.reference import solve_reference  # noqa: E402
 from mbsim.scenario import load_scenario  # noqa: E402
@@ -56,17 +57,10 @@ from mbsim.scenario import load_scenario  # noqa: E402
 SPANS = {"iftomm_a02_four_bars": 0.3}  # (benchmarks/adaptive.py's: the reference's cost)
 
 
-def _qmul(a, b):
-    w1, x1, y1, z1 = np.moveaxis(a, -1, 0)
-    w2, x2, y2, z2 = np.moveaxis(b, -1, 0)
-    return np.stack([w1 * w2 - x1 * x2 - y1 * y2 - z1 * z2, w1 * x2 + x1 * w2 + y1 * z2 - z1 * y2,
-                     w1 * y2 - x1 * z2 + y1 * w2 + z1 * x2, w1 * z2 + x1 * y2 - y1 * x2 + z1 * w2], -1)
-
-
 def signed_error(pos, quat, ref_pos, ref_quat) -> np.ndarray:
     """Per frame and body (F, B, 6): the position error and the world rotation vector from the reference's
     orientation to the run's (small angles)."""
-    d = _qmul(quat, ref_quat * np.array([1.0, -1.0, -1.0, -1.0]))
+    d = quat_mul(quat, quat_conj(ref_quat))
     return np.concatenate([pos - ref_pos, 2.0 * d[..., 1:] * np.sign(d[..., :1])], -1)
 
 
